@@ -1,0 +1,95 @@
+"""Fixtures of weir's integration suite.
+
+Environment:
+  WEIR_BIN          the weir binary under test (default build/test/weir)
+  WEIR_BUILD_DIR    its build directory, which holds weir_test_module.so
+                    (default build/test)
+  WEIR_SANITIZER=1  the binary is an ASan/UBSan build: every weir process
+                    writes sanitizer reports under its prefix's logs/, and
+                    any report fails the test
+  WEIR_TEST_TMPDIR  where the temporary prefixes go (default: the system's
+                    temporary directory); the prefix of a failed test is
+                    kept there for inspection
+"""
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+import weirtest
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def weir_binary():
+    problems = weirtest.ensure_binary()
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+    return weirtest.WEIR_BIN
+
+
+@pytest.fixture
+def make_weir(request):
+    """A factory of Weir instances, each in its own temporary prefix.
+
+    At teardown every instance is stopped with QUIT (all its processes
+    must be gone), and its logs must hold no [alert], [emerg] or
+    sanitizer line beyond the patterns the test put in instance.allow.
+    """
+    instances = []
+    tmp_root = os.environ.get("WEIR_TEST_TMPDIR") or None
+    if tmp_root:
+        os.makedirs(tmp_root, exist_ok=True)
+
+    def make():
+        # short paths: unix socket paths must fit in 108 bytes
+        root = tempfile.mkdtemp(prefix="weir-", dir=tmp_root)
+        # workers run as an unprivileged user when the suite runs as root
+        # and reopen their logs by path (USR1): they must reach them
+        os.chmod(root, 0o755)
+        w = weirtest.Weir(root)
+        instances.append(w)
+        return w
+
+    yield make
+
+    errors = []
+    for w in instances:
+        try:
+            w.stop()
+        except AssertionError as exc:
+            errors.append(str(exc))
+        left = w.kill_all()
+        if left:
+            errors.append("weir processes left behind (killed): %s" % left)
+        try:
+            w.check_logs()
+        except AssertionError as exc:
+            errors.append("%s\nprefix: %s" % (exc, w.prefix))
+
+    failed = errors or any(getattr(request.node, "rep_" + when, None)
+                           is not None
+                           and getattr(request.node, "rep_" + when).failed
+                           for when in ("setup", "call"))
+    for w in instances:
+        if failed:
+            print("kept prefix for inspection: %s" % w.prefix)
+        else:
+            shutil.rmtree(w.prefix, ignore_errors=True)
+
+    if errors:
+        pytest.fail("\n\n".join(errors), pytrace=False)
+
+
+@pytest.fixture
+def weir(make_weir):
+    """One Weir instance (see make_weir)."""
+    return make_weir()
