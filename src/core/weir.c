@@ -67,16 +67,18 @@ main(int argc, char *const *argv)
     weir_os_argc = argc;
     weir_os_environ = environ;
 
+    cycle = NULL;
+
     if (weir_process_options(&init_cycle) != WEIR_OK) {
-        return 1;
+        goto failed;
     }
 
     if (weir_os_init(log) != WEIR_OK) {
-        return 1;
+        goto failed;
     }
 
     if (weir_preinit_modules() != WEIR_OK) {
-        return 1;
+        goto failed;
     }
 
     if (weir_signal) {
@@ -86,7 +88,7 @@ main(int argc, char *const *argv)
         /* a binary upgrade: the old master passed its sockets */
 
         if (weir_set_inherited_sockets(&init_cycle) != WEIR_OK) {
-            return 1;
+            goto failed;
         }
 
         weir_inherited = 1;
@@ -100,8 +102,7 @@ main(int argc, char *const *argv)
                             WEIR_STR_ARG(init_cycle.conf_file));
         }
 
-        weir_destroy_pool(init_cycle.pool);
-        return 1;
+        goto failed;
     }
 
     if (weir_test_config) {
@@ -137,12 +138,12 @@ main(int argc, char *const *argv)
     }
 
     if (weir_init_signals(cycle->log) != WEIR_OK) {
-        return 1;
+        goto failed;
     }
 
     if (!weir_inherited && ccf->daemon) {
         if (weir_daemon(cycle->log) != WEIR_OK) {
-            return 1;
+            goto failed;
         }
 
         weir_daemonized = 1;
@@ -155,11 +156,11 @@ main(int argc, char *const *argv)
     weir_pid = getpid();
 
     if (weir_create_pidfile(&ccf->pid, cycle->log) != WEIR_OK) {
-        return 1;
+        goto failed;
     }
 
     if (weir_log_redirect_stderr(cycle) != WEIR_OK) {
-        return 1;
+        goto failed;
     }
 
     if (log->file->fd != STDERR_FILENO) {
@@ -173,8 +174,6 @@ main(int argc, char *const *argv)
 
     weir_use_stderr = 0;
 
-    rc = WEIR_OK;
-
     if (weir_process == WEIR_PROCESS_SINGLE) {
         weir_single_process_cycle(cycle);
 
@@ -182,7 +181,22 @@ main(int argc, char *const *argv)
         weir_master_process_cycle(cycle);
     }
 
-    return (int) rc;
+    /* the process cycles exit(); this is not reached */
+
+    return 0;
+
+failed:
+
+    /* nothing may stay allocated on the way out: the sanitizer build
+     * reports it, and tests read those reports */
+
+    if (cycle) {
+        weir_destroy_pool(cycle->pool);
+    }
+
+    weir_destroy_pool(init_cycle.pool);
+
+    return 1;
 }
 
 

@@ -256,23 +256,23 @@ weir_load_module(weir_conf_t *cf, weir_command_t *cmd, void *conf)
     h->log = cf->log;
     cln->handler = weir_unload_module;
 
-    modules = dlsym(handle, "weir_modules");
+    modules = dlsym(handle, "weir_dynamic_modules");
     if (modules == NULL) {
         weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
                             "dlsym() \"%s\", \"%s\" failed (%s)",
-                            path, "weir_modules", dlerror());
+                            path, "weir_dynamic_modules", dlerror());
         return WEIR_CONF_ERROR;
     }
 
-    names = dlsym(handle, "weir_module_names");
+    names = dlsym(handle, "weir_dynamic_module_names");
     if (names == NULL) {
         weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
                             "dlsym() \"%s\", \"%s\" failed (%s)",
-                            path, "weir_module_names", dlerror());
+                            path, "weir_dynamic_module_names", dlerror());
         return WEIR_CONF_ERROR;
     }
 
-    order = dlsym(handle, "weir_module_order");
+    order = dlsym(handle, "weir_dynamic_module_order");
 
     for (i = 0; modules[i]; i++) {
         modules[i]->name = names[i];

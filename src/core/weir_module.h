@@ -20,9 +20,11 @@
  *         WEIR_MODULE_V1_PADDING
  *     };
  *
- * A dynamic module also exports the symbol weir_modules (a NULL-terminated
- * array of module pointers) and weir_module_names; configure generates
- * both for --add-dynamic-module.
+ * A dynamic module also exports weir_dynamic_modules (a NULL-terminated
+ * array of module pointers), weir_dynamic_module_names and
+ * weir_dynamic_module_order; configure generates them for
+ * --add-dynamic-module. They are named apart from weir's own
+ * weir_modules[] so that the two never collide (one definition rule).
  */
 
 #define WEIR_MODULE_UNSET_INDEX  (weir_uint_t) -1

@@ -145,6 +145,16 @@ weir_master_process_cycle(weir_cycle_t *cycle)
             weir_master_process_exit(cycle);
         }
 
+        if (weir_terminate || weir_quit) {
+            /* too late for these: left set, they would keep the loop
+             * from sleeping until the workers are gone */
+            weir_reconfigure = 0;
+            weir_reopen = 0;
+            weir_change_binary = 0;
+            weir_noaccept = 0;
+            weir_restart = 0;
+        }
+
         if (weir_terminate) {
 
             if (!terminating) {
