@@ -2,6 +2,10 @@
 #include "weir_core.h"
 #include "weir.h"
 
+#ifdef WEIR_HAVE_HTTP
+#include "weir_http.h"
+#endif
+
 
 static weir_int_t weir_get_options(int argc, char *const *argv);
 static weir_int_t weir_process_options(weir_cycle_t *cycle);
@@ -251,6 +255,10 @@ weir_show_version_info(void)
         }
 
         weir_print("\n");
+
+#ifdef WEIR_HAVE_HTTP
+        (void) weir_http_show_chains(STDERR_FILENO);
+#endif
     }
 }
 

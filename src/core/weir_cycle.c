@@ -269,17 +269,17 @@ weir_init_cycle(weir_cycle_t *old_cycle)
 
     weir_configure_listening_sockets(cycle);
 
-    /* the modules see the new cycle; nothing of the old one is released
-     * until they all agreed */
+    /* the modules see the new cycle, logging to its error_log; nothing
+     * of the old one is released until they all agreed */
+
+    cycle->log = &cycle->new_log;
+    pool->log = &cycle->new_log;
 
     if (weir_init_modules(cycle) != WEIR_OK) {
         goto failed;
     }
 
     /* commit */
-
-    cycle->log = &cycle->new_log;
-    pool->log = &cycle->new_log;
 
     if (!weir_use_stderr) {
         (void) weir_log_redirect_stderr(cycle);
@@ -725,6 +725,10 @@ weir_cycle_rollback(weir_cycle_t *cycle, weir_cycle_t *old_cycle)
 {
     weir_uint_t        i;
     weir_listening_t  *ls;
+
+    /* what goes wrong from here on is told in the log that still works */
+    cycle->log = old_cycle->log;
+    cycle->pool->log = old_cycle->log;
 
     weir_cycle_close_files(cycle);
 

@@ -118,6 +118,7 @@ def test_reuseport_reload(weir):
     weir.start()
     weir.conf(body % (port, 2), module=True)
     assert weir.reload()["value"] == 2
+    weir.settle()
     for _ in range(20):
         assert query(port)["value"] == 2
 
@@ -179,3 +180,26 @@ def test_duplicate_test_listen_fails(weir):
     res = run_weir(["-t", "-c", path], prefix=weir.prefix, env=weir.env())
     assert res.returncode == 1
     assert "duplicate listen" in res.stderr
+
+
+def test_listen_backlog_option(weir):
+    port = weir.port()
+    weir.conf("test_listen 127.0.0.1:%d backlog=16;\n" % port, module=True)
+    weir.start()
+    assert query(port)["value"] == 0
+
+
+@pytest.mark.parametrize("param,message", [
+    ("backlog=0", 'invalid backlog "backlog=0"'),
+    ("ipv6only=on", "ipv6only is valid only for IPv6 addresses"),
+    ("fast", 'invalid parameter "fast"'),
+])
+def test_listen_bad_option(weir, param, message):
+    weir.allow.append(r"\[emerg\]")
+    port = weir.port()
+    path = weir.conf("test_listen 127.0.0.1:%d %s;\n" % (port, param),
+                     module=True)
+    res = run_weir(["-t", "-c", path], prefix=weir.prefix, env=weir.env())
+    assert res.returncode == 1
+    assert message in res.stderr
+    assert "in %s:%d" % (path, line_of(path, "test_listen")) in res.stderr

@@ -193,7 +193,7 @@ def test_s_unknown_signal(weir):
     assert "dance" in res.stderr
 
 
-def wait_accepted(sock, worker=None):
+def wait_accepted(sock):
     wait_for(lambda: accepted(sock), what="the worker to accept")
 
 

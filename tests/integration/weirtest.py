@@ -55,6 +55,11 @@ class WeirTimeout(AssertionError):
     pass
 
 
+class WeirDied(Exception):
+    """weir exited while a test waited for it: waiting longer is futile
+    (wait_for lets this one through at once)."""
+
+
 def wait_for(predicate, timeout=DEADLINE, interval=POLL, what=None):
     """Polls predicate until it returns something true; returns that.
 
@@ -270,6 +275,22 @@ def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
+def stable_fd_count(pid, samples=5, timeout=DEADLINE):
+    """The descriptor count of pid once it reads the same `samples` times
+    in a row (a process may hold one for a moment: a reload, a child
+    being reaped, a sanitizer's own files)."""
+    seen = []
+
+    def stable():
+        seen.append(fd_count(pid))
+        del seen[:-samples]
+        return len(seen) == samples and len(set(seen)) == 1
+
+    wait_for(stable, timeout=timeout,
+             what="a stable descriptor count of %d" % pid)
+    return seen[-1]
+
+
 def cmdline(pid):
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
@@ -402,7 +423,7 @@ class Weir:
         self.seen = set()          # every weir pid we have seen
         self.allow = []            # log patterns this test allows
         self.conf_text = ""
-        self.extra_args = []
+        self.generation = -1       # the newest generation seen answering
 
     # ---- configuration
 
@@ -509,7 +530,6 @@ class Weir:
             "weir already started"
         cmd = [WEIR_BIN, "-p", self.prefix + "/", "-c", "conf/weir.conf"]
         cmd += list(args)
-        self.extra_args = list(args)
         out = open(self.stdout_path, "ab")
         err = open(self.stderr_path, "ab")
         try:
@@ -575,11 +595,11 @@ class Weir:
         if self.proc is not None and self.master == self.proc.pid:
             rc = self.proc.poll()
             if rc is not None:
-                raise AssertionError("weir exited with %d:\n%s"
-                                     % (rc, self.diagnostics()))
+                raise WeirDied("weir exited with %d:\n%s"
+                               % (rc, self.diagnostics()))
         elif not alive(self.master):
-            raise AssertionError("weir master %d is gone:\n%s"
-                                 % (self.master, self.diagnostics()))
+            raise WeirDied("weir master %d is gone:\n%s"
+                           % (self.master, self.diagnostics()))
 
     def workers(self, master=None):
         """The master's live children (its workers)."""
@@ -618,23 +638,46 @@ class Weir:
 
     def reload(self, body=None, module=True, wait=True, **kw):
         """Rewrites the configuration (when body is given), sends HUP and,
-        with wait, waits until the listeners answer with a generation
-        above the current one. Returns the new answer of the first
-        listener (or None)."""
+        with wait, waits until the first listener answers from a newer
+        generation than any seen before. Returns that answer (or None).
+
+        Old workers may still answer for a moment after that (they stop
+        accepting when they get to their QUIT): settle() waits for them
+        to be gone.
+        """
         addrs = self.listen_addrs()
-        before = query(addrs[0]) if (wait and addrs) else None
+        if wait and addrs:
+            # an old worker may answer with an older generation: remember
+            # the newest one known
+            self.generation = max(self.generation,
+                                  query(addrs[0])["generation"])
         if body is not None:
             self.conf(body, module=module, **kw)
         self.signal(SIGHUP)
         if not wait or not addrs:
             return None
         new_addrs = self.listen_addrs()
+        newest = self.generation
 
         def changed():
             a = query(new_addrs[0])
-            return a if a["generation"] > before["generation"] else None
+            return a if a["generation"] > newest else None
 
-        return wait_for(changed, what="the reload to take effect")
+        answer = wait_for(changed, what="the reload to take effect")
+        self.generation = answer["generation"]
+        return answer
+
+    def settle(self, workers=None):
+        """Waits until only the current workers are left and every exited
+        one has been reaped."""
+        if workers is None:
+            workers = self.expected_workers()
+
+        def done():
+            return (len(self.workers()) == workers
+                    and not zombies(self.master))
+
+        wait_for(done, what="old workers to exit and be reaped")
 
     def stop(self, sig=None, timeout=DEADLINE):
         """Stops the master with sig (default QUIT), waits for it and
@@ -732,6 +775,11 @@ class Weir:
                 continue
             out.append("---- %s (last 40 lines)" % os.path.basename(path))
             out.extend(text.splitlines()[-40:])
+        for path in sanitizer_reports(self.logs_dir):
+            with open(path, errors="replace") as f:
+                text = f.read()
+            out.append("---- %s (first 40 lines)" % os.path.basename(path))
+            out.extend(text.splitlines()[:40])
         return "\n".join(out)
 
 
