@@ -221,6 +221,8 @@ weir_load_module(weir_conf_t *cf, weir_command_t *cmd, void *conf)
     weir_module_t        **modules;
     weir_pool_cleanup_t   *cln;
     weir_module_handle_t  *h;
+    weir_dynamic_module_list_t   list;
+    weir_dynamic_module_list_pt  get_list;
 
     (void) cmd;
     (void) conf;
@@ -256,23 +258,26 @@ weir_load_module(weir_conf_t *cf, weir_command_t *cmd, void *conf)
     h->log = cf->log;
     cln->handler = weir_unload_module;
 
-    modules = dlsym(handle, "weir_dynamic_modules");
-    if (modules == NULL) {
+    *(void **) &get_list = dlsym(handle, "weir_dynamic_module_list");
+    if (get_list == NULL) {
         weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
                             "dlsym() \"%s\", \"%s\" failed (%s)",
-                            path, "weir_dynamic_modules", dlerror());
+                            path, "weir_dynamic_module_list", dlerror());
         return WEIR_CONF_ERROR;
     }
 
-    names = dlsym(handle, "weir_dynamic_module_names");
-    if (names == NULL) {
+    weir_memzero(&list, sizeof(weir_dynamic_module_list_t));
+    get_list(&list);
+
+    modules = list.modules;
+    names = list.names;
+    order = list.order;
+
+    if (modules == NULL || names == NULL) {
         weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
-                            "dlsym() \"%s\", \"%s\" failed (%s)",
-                            path, "weir_dynamic_module_names", dlerror());
+                            "module \"%s\" lists no modules", path);
         return WEIR_CONF_ERROR;
     }
-
-    order = dlsym(handle, "weir_dynamic_module_order");
 
     for (i = 0; modules[i]; i++) {
         modules[i]->name = names[i];

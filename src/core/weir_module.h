@@ -20,11 +20,11 @@
  *         WEIR_MODULE_V1_PADDING
  *     };
  *
- * A dynamic module also exports weir_dynamic_modules (a NULL-terminated
- * array of module pointers), weir_dynamic_module_names and
- * weir_dynamic_module_order; configure generates them for
- * --add-dynamic-module. They are named apart from weir's own
- * weir_modules[] so that the two never collide (one definition rule).
+ * A dynamic module also exports the function weir_dynamic_module_list(),
+ * which hands out its NULL-terminated module and name lists (static in
+ * the .so); configure generates it for --add-dynamic-module. Only a
+ * function is exported, so two loaded .so files never define the same
+ * global (the one definition rule that AddressSanitizer checks).
  */
 
 #define WEIR_MODULE_UNSET_INDEX  (weir_uint_t) -1
@@ -98,6 +98,15 @@ struct weir_module_s {
     uintptr_t           spare_hook2;
     uintptr_t           spare_hook3;
 };
+
+/* what a dynamic module's weir_dynamic_module_list() fills in */
+typedef struct {
+    weir_module_t     **modules;
+    char              **names;
+    char              **order;
+} weir_dynamic_module_list_t;
+
+typedef void (*weir_dynamic_module_list_pt)(weir_dynamic_module_list_t *list);
 
 typedef struct {
     weir_str_t          name;

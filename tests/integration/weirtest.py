@@ -796,3 +796,24 @@ def ensure_binary():
                         "tests/modules/weir_test_module)" % TEST_MODULE)
     return problems
 
+
+
+def requires_module(name):
+    """Decorates a test that loads the dynamic test module NAME.so from the
+    build directory. `make test` builds every test module; a build without
+    one is a broken test build, so the test fails (it never passes by
+    skipping)."""
+    import functools
+
+    path = os.path.join(WEIR_BUILD_DIR, name + ".so")
+
+    def decorate(test):
+        @functools.wraps(test)
+        def check(*args, **kwargs):
+            assert os.path.exists(path), (
+                "%s not built (configure --add-dynamic-module="
+                "tests/modules/%s)" % (path, name))
+            return test(*args, **kwargs)
+        return check
+
+    return decorate

@@ -1,0 +1,485 @@
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_http.h"
+
+/*
+ * The filter chains. Every HTTP module declares its header, body and
+ * request body filters as data (name, order, handler, and the address
+ * of its "next" variable); the chains are built once per configuration:
+ * sorted by order (lowest first = top of the chain; equal orders keep
+ * the module order), each filter's next set to the following one, and
+ * the bottom of each chain is the core's:
+ *   header filters  -> "protocol": r->proto->send_header(r)
+ *   body filters    -> "protocol": r->proto->send_body(r, in)
+ *   request body    -> "save": appends to r->request_body->bufs
+ * so content filters never see HTTP/1 framing.
+ */
+
+
+typedef struct {
+    const char  *name;
+    weir_int_t   order;
+    void        *decl;
+} weir_http_filter_entry_t;
+
+
+typedef enum {
+    WEIR_HTTP_HEADER_FILTERS = 0,
+    WEIR_HTTP_BODY_FILTERS,
+    WEIR_HTTP_REQUEST_BODY_FILTERS
+} weir_http_filter_kind_t;
+
+
+static weir_int_t weir_http_protocol_header_filter(weir_http_request_t *r);
+static weir_int_t weir_http_protocol_body_filter(weir_http_request_t *r,
+    weir_chain_t *in);
+static weir_int_t weir_http_request_body_save_filter(weir_http_request_t *r,
+    weir_chain_t *in);
+static weir_http_filter_entry_t *weir_http_sort_filters(
+    weir_module_t **modules, weir_uint_t n, weir_http_filter_kind_t kind,
+    weir_uint_t *nout);
+
+
+weir_http_header_filter_pt        weir_http_top_header_filter =
+    weir_http_protocol_header_filter;
+weir_http_body_filter_pt          weir_http_top_body_filter =
+    weir_http_protocol_body_filter;
+weir_http_request_body_filter_pt  weir_http_top_request_body_filter =
+    weir_http_request_body_save_filter;
+
+
+static weir_int_t
+weir_http_protocol_header_filter(weir_http_request_t *r)
+{
+    r->header_sent = 1;
+
+    return r->proto->send_header(r);
+}
+
+
+static weir_int_t
+weir_http_protocol_body_filter(weir_http_request_t *r, weir_chain_t *in)
+{
+    return r->proto->send_body(r, in);
+}
+
+
+static weir_int_t
+weir_http_request_body_save_filter(weir_http_request_t *r, weir_chain_t *in)
+{
+    weir_chain_t              *cl;
+    weir_http_request_body_t  *rb;
+
+    rb = r->request_body;
+
+    if (rb == NULL) {
+        return WEIR_OK;
+    }
+
+    if (weir_chain_add_copy(r->pool, &rb->bufs, in) != WEIR_OK) {
+        return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    for (cl = in; cl; cl = cl->next) {
+        if (cl->buf->last_buf) {
+            rb->last_saved = 1;
+        }
+    }
+
+    return WEIR_OK;
+}
+
+
+static weir_uint_t
+weir_http_count_filters(weir_http_module_t *hm, weir_http_filter_kind_t kind)
+{
+    weir_uint_t                            n;
+    weir_http_header_filter_decl_t        *hd;
+    weir_http_body_filter_decl_t          *bd;
+    weir_http_request_body_filter_decl_t  *rd;
+
+    n = 0;
+
+    switch (kind) {
+
+    case WEIR_HTTP_HEADER_FILTERS:
+        for (hd = hm->header_filters; hd && hd->name; hd++) {
+            n++;
+        }
+        break;
+
+    case WEIR_HTTP_BODY_FILTERS:
+        for (bd = hm->body_filters; bd && bd->name; bd++) {
+            n++;
+        }
+        break;
+
+    default:
+        for (rd = hm->request_body_filters; rd && rd->name; rd++) {
+            n++;
+        }
+        break;
+    }
+
+    return n;
+}
+
+
+static void
+weir_http_get_filter(weir_http_module_t *hm, weir_http_filter_kind_t kind,
+    weir_uint_t i, weir_http_filter_entry_t *e)
+{
+    switch (kind) {
+
+    case WEIR_HTTP_HEADER_FILTERS:
+        e->name = hm->header_filters[i].name;
+        e->order = hm->header_filters[i].order;
+        e->decl = &hm->header_filters[i];
+        break;
+
+    case WEIR_HTTP_BODY_FILTERS:
+        e->name = hm->body_filters[i].name;
+        e->order = hm->body_filters[i].order;
+        e->decl = &hm->body_filters[i];
+        break;
+
+    default:
+        e->name = hm->request_body_filters[i].name;
+        e->order = hm->request_body_filters[i].order;
+        e->decl = &hm->request_body_filters[i];
+        break;
+    }
+}
+
+
+/* the filters of one kind, stable-sorted by order, in a malloc()ed
+ * array (NULL with *nout 0 when there are none) */
+static weir_http_filter_entry_t *
+weir_http_sort_filters(weir_module_t **modules, weir_uint_t n,
+    weir_http_filter_kind_t kind, weir_uint_t *nout)
+{
+    weir_uint_t                i, j, k, m, count;
+    weir_http_module_t        *hm;
+    weir_http_filter_entry_t  *all, tmp;
+
+    *nout = 0;
+    count = 0;
+
+    for (i = 0; i < n; i++) {
+        if (modules[i] == NULL || modules[i]->type != WEIR_HTTP_MODULE
+            || modules[i]->ctx == NULL)
+        {
+            continue;
+        }
+
+        count += weir_http_count_filters(modules[i]->ctx, kind);
+    }
+
+    if (count == 0) {
+        return NULL;
+    }
+
+    /* a NULL result with *nout set means that malloc() failed */
+    *nout = count;
+
+    all = malloc(count * sizeof(weir_http_filter_entry_t));
+    if (all == NULL) {
+        return NULL;
+    }
+
+    k = 0;
+
+    for (i = 0; i < n; i++) {
+        if (modules[i] == NULL || modules[i]->type != WEIR_HTTP_MODULE
+            || modules[i]->ctx == NULL)
+        {
+            continue;
+        }
+
+        hm = modules[i]->ctx;
+        m = weir_http_count_filters(hm, kind);
+
+        for (j = 0; j < m; j++) {
+            weir_http_get_filter(hm, kind, j, &all[k++]);
+        }
+    }
+
+    /* insertion sort: stable, equal orders keep the module order */
+    for (i = 1; i < count; i++) {
+        tmp = all[i];
+        j = i;
+
+        while (j > 0 && all[j - 1].order > tmp.order) {
+            all[j] = all[j - 1];
+            j--;
+        }
+
+        all[j] = tmp;
+    }
+
+    *nout = count;
+
+    return all;
+}
+
+
+/*
+ * The chains are module globals (each filter's "next" variable), as in
+ * nginx, so they must match the configuration the process runs: they are
+ * linked while the configuration is parsed (to check it), and linked
+ * again from the committed cycle when modules are initialised (master)
+ * and when each worker starts, so that a reload that failed after
+ * parsing never leaves a worker with the chains of the rejected
+ * configuration (whose dynamic modules may be unloaded already).
+ */
+
+weir_int_t
+weir_http_init_filters(weir_conf_t *cf)
+{
+    return weir_http_link_filters(cf->cycle, cf->log);
+}
+
+
+weir_int_t
+weir_http_link_filters(weir_cycle_t *cycle, weir_log_t *log)
+{
+    weir_uint_t                            i, n;
+    weir_http_filter_entry_t              *f;
+    weir_http_header_filter_decl_t        *hd;
+    weir_http_body_filter_decl_t          *bd;
+    weir_http_request_body_filter_decl_t  *rd;
+    weir_http_header_filter_pt             hnext;
+    weir_http_body_filter_pt               bnext;
+    weir_http_request_body_filter_pt       rnext;
+
+    /* header filters: link from the bottom up */
+
+    f = weir_http_sort_filters(cycle->modules, cycle->modules_n,
+                               WEIR_HTTP_HEADER_FILTERS, &n);
+    if (f == NULL && n) {
+        goto failed;
+    }
+
+    hnext = weir_http_protocol_header_filter;
+
+    for (i = n; i > 0; i--) {
+        hd = f[i - 1].decl;
+
+        if (hd->handler == NULL) {
+            weir_log_error(WEIR_LOG_EMERG, log, 0,
+                           "header filter \"%s\" has no handler", hd->name);
+            free(f);
+            return WEIR_ERROR;
+        }
+
+        if (hd->next) {
+            *hd->next = hnext;
+        }
+
+        hnext = hd->handler;
+    }
+
+    weir_http_top_header_filter = hnext;
+    free(f);
+
+    /* body filters */
+
+    f = weir_http_sort_filters(cycle->modules, cycle->modules_n,
+                               WEIR_HTTP_BODY_FILTERS, &n);
+    if (f == NULL && n) {
+        goto failed;
+    }
+
+    bnext = weir_http_protocol_body_filter;
+
+    for (i = n; i > 0; i--) {
+        bd = f[i - 1].decl;
+
+        if (bd->handler == NULL) {
+            weir_log_error(WEIR_LOG_EMERG, log, 0,
+                           "body filter \"%s\" has no handler", bd->name);
+            free(f);
+            return WEIR_ERROR;
+        }
+
+        if (bd->next) {
+            *bd->next = bnext;
+        }
+
+        bnext = bd->handler;
+    }
+
+    weir_http_top_body_filter = bnext;
+    free(f);
+
+    /* request body filters */
+
+    f = weir_http_sort_filters(cycle->modules, cycle->modules_n,
+                               WEIR_HTTP_REQUEST_BODY_FILTERS, &n);
+    if (f == NULL && n) {
+        goto failed;
+    }
+
+    rnext = weir_http_request_body_save_filter;
+
+    for (i = n; i > 0; i--) {
+        rd = f[i - 1].decl;
+
+        if (rd->handler == NULL) {
+            weir_log_error(WEIR_LOG_EMERG, log, 0,
+                           "request body filter \"%s\" has no handler",
+                           rd->name);
+            free(f);
+            return WEIR_ERROR;
+        }
+
+        if (rd->next) {
+            *rd->next = rnext;
+        }
+
+        rnext = rd->handler;
+    }
+
+    weir_http_top_request_body_filter = rnext;
+    free(f);
+
+    return WEIR_OK;
+
+failed:
+
+    weir_log_error(WEIR_LOG_EMERG, log, errno,
+                   "malloc() failed while building the filter chains");
+
+    return WEIR_ERROR;
+}
+
+
+/* a line buffer for weir_http_show_chains: output is flushed to fd when
+ * full and at the end of every line */
+typedef struct {
+    weir_fd_t        fd;
+    unsigned char   *pos;
+    unsigned char    buf[512];
+} weir_http_show_t;
+
+
+static void
+weir_http_show_flush(weir_http_show_t *s)
+{
+    if (s->pos > s->buf) {
+        (void) weir_write_fd(s->fd, s->buf, s->pos - s->buf);
+        s->pos = s->buf;
+    }
+}
+
+
+static void
+weir_http_show_add(weir_http_show_t *s, const char *text, weir_int_t order,
+    weir_uint_t with_order)
+{
+    unsigned char  tmp[256], *last;
+
+    if (with_order) {
+        last = weir_slprintf(tmp, tmp + sizeof(tmp), "%s(%ld)", text,
+                             (long) order);
+
+    } else {
+        last = weir_slprintf(tmp, tmp + sizeof(tmp), "%s", text);
+    }
+
+    if ((size_t) (s->buf + sizeof(s->buf) - s->pos)
+        < (size_t) (last - tmp))
+    {
+        weir_http_show_flush(s);
+    }
+
+    if ((size_t) (last - tmp) > sizeof(s->buf)) {
+        (void) weir_write_fd(s->fd, tmp, last - tmp);
+        return;
+    }
+
+    s->pos = weir_cpymem(s->pos, tmp, last - tmp);
+}
+
+
+static void
+weir_http_show_filters(weir_http_show_t *s, weir_module_t **modules,
+    weir_uint_t nmodules, weir_http_filter_kind_t kind, const char *title,
+    const char *bottom)
+{
+    weir_uint_t                i, n;
+    weir_http_filter_entry_t  *f;
+
+    f = weir_http_sort_filters(modules, nmodules, kind, &n);
+    if (f == NULL) {
+        n = 0;
+    }
+
+    weir_http_show_add(s, title, 0, 0);
+
+    for (i = 0; i < n; i++) {
+        weir_http_show_add(s, " ", 0, 0);
+        weir_http_show_add(s, f[i].name, 0, 0);
+    }
+
+    weir_http_show_add(s, " ", 0, 0);
+    weir_http_show_add(s, bottom, 0, 0);
+    weir_http_show_add(s, "\n", 0, 0);
+    weir_http_show_flush(s);
+
+    free(f);
+}
+
+
+weir_int_t
+weir_http_show_chains(weir_fd_t fd)
+{
+    weir_uint_t              i, n, nmodules, phase;
+    weir_http_show_t         s;
+    weir_http_phase_decl_t  *decls;
+
+    s.fd = fd;
+    s.pos = s.buf;
+
+    for (nmodules = 0; weir_modules[nmodules]; nmodules++) {
+        /* void */
+    }
+
+    decls = weir_http_sort_phase_decls(weir_modules, nmodules, &n);
+    if (decls == NULL) {
+        return WEIR_ERROR;
+    }
+
+    weir_http_show_add(&s, "phases:\n", 0, 0);
+
+    i = 0;
+
+    for (phase = 0; phase < WEIR_HTTP_PHASES_N; phase++) {
+        weir_http_show_add(&s, "  ", 0, 0);
+        weir_http_show_add(&s, weir_http_phase_names[phase], 0, 0);
+        weir_http_show_add(&s, ":", 0, 0);
+
+        while (i < n && decls[i].phase == phase) {
+            weir_http_show_add(&s, " ", 0, 0);
+            weir_http_show_add(&s, decls[i].name, decls[i].order, 1);
+            i++;
+        }
+
+        weir_http_show_add(&s, "\n", 0, 0);
+        weir_http_show_flush(&s);
+    }
+
+    free(decls);
+
+    weir_http_show_filters(&s, weir_modules, nmodules,
+                           WEIR_HTTP_HEADER_FILTERS, "header filters:",
+                           "protocol");
+    weir_http_show_filters(&s, weir_modules, nmodules,
+                           WEIR_HTTP_BODY_FILTERS, "body filters:",
+                           "protocol");
+    weir_http_show_filters(&s, weir_modules, nmodules,
+                           WEIR_HTTP_REQUEST_BODY_FILTERS,
+                           "request body filters:", "save");
+
+    return WEIR_OK;
+}

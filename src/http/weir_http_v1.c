@@ -1,0 +1,2176 @@
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_event.h"
+#include "weir_http.h"
+#include "weir.h"
+
+#if (defined __linux__)
+#include <sys/sendfile.h>
+#endif
+
+
+/*
+ * HTTP/1.0 and HTTP/1.1 downstream connections: reading the request head,
+ * framing the response (status line, headers, content-length or chunked),
+ * writing it with writev/sendfile, and what happens after a request:
+ * keep-alive (an idle connection keeps no buffer), the next pipelined
+ * request, lingering close, or close.
+ */
+
+
+#define WEIR_HTTP_V1_IOVS         64
+#define WEIR_HTTP_V1_FILE_CHUNK   32768
+
+
+/* per connection, in c->pool (hc->proto_ctx) */
+typedef struct {
+    time_t                       lingering_deadline;
+    weir_msec_t                  lingering_timeout;
+} weir_http_v1_conn_t;
+
+
+/* per request, in r->pool (r->stream) */
+typedef struct {
+    /* the start of the header line being read: a partial line moves to
+     * a large buffer from here */
+    unsigned char               *line_start;
+    weir_chain_t                *free;      /* chain links for r->out */
+    weir_buf_t                  *file_buf;  /* sendfile off: file data */
+    unsigned                     headers:1; /* the request line is done */
+    unsigned                     last:1;    /* last_buf queued */
+} weir_http_v1_stream_t;
+
+
+static void weir_http_v1_empty_handler(weir_event_t *ev);
+static void weir_http_v1_read_head_handler(weir_event_t *rev);
+static void weir_http_v1_read_head(weir_http_request_t *r);
+static ssize_t weir_http_v1_read_request_header(weir_http_request_t *r);
+static weir_int_t weir_http_v1_alloc_large_header_buffer(
+    weir_http_request_t *r);
+static weir_buf_t *weir_http_v1_header_buf(weir_connection_t *c,
+    weir_http_connection_t *hc, size_t size);
+static void weir_http_v1_free_header_bufs(weir_connection_t *c,
+    weir_http_connection_t *hc, weir_buf_t *keep);
+static weir_int_t weir_http_v1_process_request_line(weir_http_request_t *r);
+static weir_int_t weir_http_v1_process_header_line(weir_http_request_t *r);
+static weir_int_t weir_http_v1_process_request_header(
+    weir_http_request_t *r);
+static void weir_http_v1_process_request(weir_http_request_t *r);
+static void weir_http_v1_head_error(weir_http_request_t *r,
+    weir_int_t status, const char *reason);
+
+static weir_int_t weir_http_v1_send_header(weir_http_request_t *r);
+static weir_int_t weir_http_v1_send_body(weir_http_request_t *r,
+    weir_chain_t *in);
+static weir_int_t weir_http_v1_read_body(weir_http_request_t *r);
+static weir_int_t weir_http_v1_discard_body(weir_http_request_t *r);
+static weir_int_t weir_http_v1_send_continue(weir_http_request_t *r);
+static void weir_http_v1_request_done(weir_http_request_t *r,
+    weir_int_t rc);
+
+static weir_int_t weir_http_v1_queue(weir_http_request_t *r,
+    weir_buf_t *b);
+static weir_buf_t *weir_http_v1_mem_buf(weir_http_request_t *r,
+    const char *data, size_t len);
+static weir_int_t weir_http_v1_write(weir_http_request_t *r);
+static weir_int_t weir_http_v1_body_consumed(weir_http_request_t *r);
+static void weir_http_v1_lingering_close_handler(weir_event_t *rev);
+
+
+weir_http_proto_t  weir_http_v1_proto = {
+    "HTTP/1.1",
+    weir_http_v1_send_header,
+    weir_http_v1_send_body,
+    weir_http_v1_read_body,
+    weir_http_v1_discard_body,
+    weir_http_v1_send_continue,
+    weir_http_v1_request_done
+};
+
+
+/* status line reasons (RFC 9110) */
+typedef struct {
+    weir_uint_t   status;
+    const char   *reason;
+} weir_http_v1_reason_t;
+
+static weir_http_v1_reason_t  weir_http_v1_reasons[] = {
+    { 100, "Continue" },
+    { 101, "Switching Protocols" },
+    { 200, "OK" },
+    { 201, "Created" },
+    { 202, "Accepted" },
+    { 203, "Non-Authoritative Information" },
+    { 204, "No Content" },
+    { 205, "Reset Content" },
+    { 206, "Partial Content" },
+    { 300, "Multiple Choices" },
+    { 301, "Moved Permanently" },
+    { 302, "Found" },
+    { 303, "See Other" },
+    { 304, "Not Modified" },
+    { 307, "Temporary Redirect" },
+    { 308, "Permanent Redirect" },
+    { 400, "Bad Request" },
+    { 401, "Unauthorized" },
+    { 402, "Payment Required" },
+    { 403, "Forbidden" },
+    { 404, "Not Found" },
+    { 405, "Method Not Allowed" },
+    { 406, "Not Acceptable" },
+    { 408, "Request Timeout" },
+    { 409, "Conflict" },
+    { 410, "Gone" },
+    { 411, "Length Required" },
+    { 412, "Precondition Failed" },
+    { 413, "Content Too Large" },
+    { 414, "URI Too Long" },
+    { 415, "Unsupported Media Type" },
+    { 416, "Range Not Satisfiable" },
+    { 417, "Expectation Failed" },
+    { 421, "Misdirected Request" },
+    { 422, "Unprocessable Content" },
+    { 426, "Upgrade Required" },
+    { 429, "Too Many Requests" },
+    { 431, "Request Header Fields Too Large" },
+    { 500, "Internal Server Error" },
+    { 501, "Not Implemented" },
+    { 502, "Bad Gateway" },
+    { 503, "Service Unavailable" },
+    { 504, "Gateway Timeout" },
+    { 505, "HTTP Version Not Supported" },
+    { 507, "Insufficient Storage" },
+    { 0, NULL }
+};
+
+
+static const char *
+weir_http_v1_reason(weir_uint_t status)
+{
+    weir_http_v1_reason_t  *rs;
+
+    for (rs = weir_http_v1_reasons; rs->status; rs++) {
+        if (rs->status == status) {
+            return rs->reason;
+        }
+    }
+
+    return NULL;
+}
+
+
+static weir_http_core_srv_conf_t *
+weir_http_v1_default_srv_conf(weir_connection_t *c)
+{
+    weir_http_connection_t  *hc;
+
+    hc = c->data;
+
+    return hc->conf_ctx->srv_conf[weir_http_core_module.ctx_index];
+}
+
+
+void
+weir_http_close_connection(weir_connection_t *c)
+{
+    weir_pool_t  *pool;
+
+    c->destroyed = 1;
+
+    pool = c->pool;
+
+    weir_close_connection(c);
+
+    weir_destroy_pool(pool);
+}
+
+
+static void
+weir_http_v1_empty_handler(weir_event_t *ev)
+{
+    (void) ev;
+}
+
+
+/*
+ * A new connection: wait for its first bytes with no buffer allocated
+ * (the buffer is allocated only when the socket is readable).
+ */
+
+void
+weir_http_v1_init_connection(weir_connection_t *c)
+{
+    weir_event_t                *rev;
+    weir_http_v1_conn_t         *v1c;
+    weir_http_connection_t      *hc;
+    weir_http_core_srv_conf_t   *cscf;
+
+    hc = c->data;
+
+    v1c = weir_pcalloc(c->pool, sizeof(weir_http_v1_conn_t));
+    if (v1c == NULL) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    hc->proto_ctx = v1c;
+
+    cscf = weir_http_v1_default_srv_conf(c);
+
+    rev = c->read;
+    rev->handler = weir_http_v1_wait_request_handler;
+    c->write->handler = weir_http_v1_empty_handler;
+
+    weir_event_add_timer(rev, cscf->client_header_timeout);
+    weir_reusable_connection(c, 1);
+
+    if (weir_handle_read_event(rev, 0) != WEIR_OK) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    if (rev->ready) {
+        /* deferred accept: the data is already there */
+        weir_post_event(rev, &weir_posted_events);
+    }
+}
+
+
+static weir_buf_t *
+weir_http_v1_header_buf(weir_connection_t *c, weir_http_connection_t *hc,
+    size_t size)
+{
+    weir_buf_t              *b;
+    weir_chain_t            *cl;
+
+    if (hc->free) {
+        cl = hc->free;
+        hc->free = cl->next;
+        b = cl->buf;
+
+    } else {
+        cl = weir_palloc(c->pool, sizeof(weir_chain_t));
+        if (cl == NULL) {
+            return NULL;
+        }
+
+        b = weir_palloc(c->pool, sizeof(weir_buf_t));
+        if (b == NULL) {
+            return NULL;
+        }
+
+        cl->buf = b;
+    }
+
+    weir_memzero(b, sizeof(weir_buf_t));
+
+    /* a large allocation always, so that weir_pfree() gives it back when
+     * the connection goes idle */
+    b->start = weir_pmemalign(c->pool, size, WEIR_ALIGNMENT);
+    if (b->start == NULL) {
+        cl->next = hc->free;
+        hc->free = cl;
+        return NULL;
+    }
+
+    b->pos = b->start;
+    b->last = b->start;
+    b->end = b->start + size;
+    b->temporary = 1;
+
+    cl->next = hc->busy;
+    hc->busy = cl;
+
+    return b;
+}
+
+
+static void
+weir_http_v1_free_header_bufs(weir_connection_t *c,
+    weir_http_connection_t *hc, weir_buf_t *keep)
+{
+    weir_chain_t  *cl, *next, *kept;
+
+    kept = NULL;
+
+    for (cl = hc->busy; cl; cl = next) {
+        next = cl->next;
+
+        if (cl->buf == keep) {
+            cl->next = NULL;
+            kept = cl;
+            continue;
+        }
+
+        if (cl->buf->start) {
+            (void) weir_pfree(c->pool, cl->buf->start);
+            cl->buf->start = NULL;
+        }
+
+        cl->next = hc->free;
+        hc->free = cl;
+    }
+
+    hc->busy = kept;
+    hc->nbusy = 0;
+}
+
+
+/*
+ * The read handler of an idle connection (new, or kept alive between
+ * requests). Bytes left over from a pipelined request are already in
+ * c->buffer; otherwise a buffer is taken only for the read, and given
+ * back when nothing arrived.
+ */
+
+void
+weir_http_v1_wait_request_handler(weir_event_t *rev)
+{
+    ssize_t                      n;
+    weir_buf_t                  *b;
+    weir_connection_t           *c;
+    weir_http_request_t         *r;
+    weir_http_v1_stream_t       *st;
+    weir_http_connection_t      *hc;
+    weir_http_core_srv_conf_t   *cscf;
+
+    c = rev->data;
+    hc = c->data;
+
+    if (rev->timedout) {
+        /* idle: nothing was received, so there is no one to answer */
+        weir_http_close_connection(c);
+        return;
+    }
+
+    if (c->close) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    cscf = weir_http_v1_default_srv_conf(c);
+
+    b = c->buffer;
+
+    if (b == NULL || b->start == NULL) {
+        b = weir_http_v1_header_buf(c, hc, cscf->client_header_buffer_size);
+        if (b == NULL) {
+            weir_http_close_connection(c);
+            return;
+        }
+
+        c->buffer = b;
+    }
+
+    if (b->pos == b->last) {
+
+        b->pos = b->start;
+        b->last = b->start;
+
+        n = c->recv(c, b->last, b->end - b->last);
+
+        if (n == WEIR_AGAIN) {
+
+            if (!rev->timer_set) {
+                weir_event_add_timer(rev, cscf->client_header_timeout);
+            }
+
+            if (weir_handle_read_event(rev, 0) != WEIR_OK) {
+                weir_http_close_connection(c);
+                return;
+            }
+
+            /* an idle connection keeps no buffer */
+            weir_http_v1_free_header_bufs(c, hc, NULL);
+            c->buffer = NULL;
+
+            if (!c->reusable) {
+                weir_reusable_connection(c, 1);
+            }
+
+            return;
+        }
+
+        if (n == WEIR_ERROR || n == 0) {
+            weir_http_close_connection(c);
+            return;
+        }
+
+        b->last += n;
+    }
+
+    hc->pipeline = 0;
+    c->idle = 0;
+    weir_reusable_connection(c, 0);
+
+    c->log->action = "reading client request line";
+
+    r = weir_http_create_request(c);
+    if (r == NULL) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    st = weir_pcalloc(r->pool, sizeof(weir_http_v1_stream_t));
+    if (st == NULL) {
+        weir_destroy_pool(r->pool);
+        weir_http_close_connection(c);
+        return;
+    }
+
+    r->stream = st;
+    r->proto = &weir_http_v1_proto;
+    r->header_in = b;
+
+    c->data = r;
+
+    rev->handler = weir_http_v1_read_head_handler;
+
+    /* the whole head must arrive within client_header_timeout from its
+     * first byte: one byte every few seconds does not keep it alive */
+    if (rev->timer_set) {
+        weir_event_del_timer(rev);
+    }
+
+    weir_event_add_timer(rev, cscf->client_header_timeout);
+
+    weir_http_v1_read_head(r);
+}
+
+
+static void
+weir_http_v1_read_head_handler(weir_event_t *rev)
+{
+    weir_connection_t    *c;
+    weir_http_request_t  *r;
+
+    c = rev->data;
+    r = c->data;
+
+    if (rev->timedout) {
+        c->timedout = 1;
+        weir_log_error(WEIR_LOG_INFO, c->log, WEIR_ETIMEDOUT,
+                       "client timed out");
+
+        /* part of the head was received: the client is still there to
+         * read a 408 */
+        weir_http_v1_head_error(r, WEIR_HTTP_REQUEST_TIME_OUT, NULL);
+        return;
+    }
+
+    if (c->close) {
+        c->error = 1;
+        weir_http_finalize_request(r, WEIR_HTTP_CLOSE);
+        return;
+    }
+
+    weir_http_v1_read_head(r);
+}
+
+
+/* answers a malformed or unanswerable head with status and closes */
+
+static void
+weir_http_v1_head_error(weir_http_request_t *r, weir_int_t status,
+    const char *reason)
+{
+    if (reason) {
+        weir_log_error(WEIR_LOG_INFO, r->connection->log, 0, "%s", reason);
+    }
+
+    r->keepalive = 0;
+    r->lingering_close = 1;
+
+    weir_http_finalize_request(r, status);
+}
+
+
+/*
+ * Parses what is in r->header_in, reading more as needed. Every exit
+ * either waits for an event or has finalized r (which may be freed: r
+ * is not touched after a finalize).
+ */
+
+static void
+weir_http_v1_read_head(weir_http_request_t *r)
+{
+    ssize_t                      n;
+    weir_int_t                   rc;
+    weir_buf_t                  *b;
+    weir_connection_t           *c;
+    weir_http_v1_stream_t       *st;
+    weir_http_core_srv_conf_t   *cscf;
+
+    c = r->connection;
+    st = r->stream;
+
+    for ( ;; ) {
+
+        b = r->header_in;
+
+        if (!st->headers) {
+
+            rc = weir_http_parse_request_line(r, b);
+
+            if (rc == WEIR_OK) {
+                if (weir_http_v1_process_request_line(r) != WEIR_OK) {
+                    return;
+                }
+
+                continue;
+            }
+
+            if (rc != WEIR_AGAIN) {
+                switch (rc) {
+
+                case WEIR_HTTP_PARSE_INVALID_VERSION:
+                    weir_http_v1_head_error(r,
+                        WEIR_HTTP_VERSION_NOT_SUPPORTED,
+                        "client sent unsupported HTTP version");
+                    return;
+
+                case WEIR_HTTP_PARSE_TOO_LONG_URI:
+                    weir_http_v1_head_error(r,
+                        WEIR_HTTP_REQUEST_URI_TOO_LARGE,
+                        "client sent too long URI");
+                    return;
+
+                case WEIR_HTTP_PARSE_INVALID_METHOD:
+                    weir_http_v1_head_error(r, WEIR_HTTP_BAD_REQUEST,
+                                            "client sent invalid method");
+                    return;
+
+                default:
+                    weir_http_v1_head_error(r, WEIR_HTTP_BAD_REQUEST,
+                                            "client sent invalid request");
+                    return;
+                }
+            }
+
+        } else {
+
+            cscf = weir_http_get_module_srv_conf(r, weir_http_core_module);
+
+            rc = weir_http_parse_header_line(r, b,
+                                             cscf->underscores_in_headers);
+
+            if (rc == WEIR_OK) {
+                if (weir_http_v1_process_header_line(r) != WEIR_OK) {
+                    return;
+                }
+
+                continue;
+            }
+
+            if (rc == WEIR_HTTP_PARSE_HEADER_DONE) {
+
+                r->request_length += b->pos - st->line_start;
+                r->header_size = r->request_length;
+
+                if (weir_http_v1_process_request_header(r) != WEIR_OK) {
+                    return;
+                }
+
+                weir_http_v1_process_request(r);
+                return;
+            }
+
+            if (rc != WEIR_AGAIN) {
+                weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                               "client sent invalid header line");
+                weir_http_v1_head_error(r, WEIR_HTTP_BAD_REQUEST, NULL);
+                return;
+            }
+        }
+
+        /* WEIR_AGAIN: the parser consumed everything it was given */
+
+        if (b->last == b->end) {
+            rc = weir_http_v1_alloc_large_header_buffer(r);
+
+            if (rc == WEIR_ERROR) {
+                weir_http_v1_head_error(r, WEIR_HTTP_INTERNAL_SERVER_ERROR,
+                                        NULL);
+                return;
+            }
+
+            if (rc == WEIR_DECLINED) {
+                if (!st->headers) {
+                    weir_http_v1_head_error(r,
+                        WEIR_HTTP_REQUEST_URI_TOO_LARGE,
+                        "client sent too long URI");
+
+                } else {
+                    weir_http_v1_head_error(r,
+                        WEIR_HTTP_REQUEST_HEADER_TOO_LARGE,
+                        "client sent too long header line");
+                }
+
+                return;
+            }
+        }
+
+        n = weir_http_v1_read_request_header(r);
+
+        if (n == WEIR_AGAIN || n == WEIR_ERROR) {
+            return;
+        }
+    }
+}
+
+
+static ssize_t
+weir_http_v1_read_request_header(weir_http_request_t *r)
+{
+    ssize_t                      n;
+    weir_buf_t                  *b;
+    weir_event_t                *rev;
+    weir_connection_t           *c;
+    weir_http_core_srv_conf_t   *cscf;
+
+    c = r->connection;
+    rev = c->read;
+    b = r->header_in;
+
+    n = rev->ready ? c->recv(c, b->last, b->end - b->last) : WEIR_AGAIN;
+
+    if (n == WEIR_AGAIN) {
+        if (!rev->timer_set) {
+            cscf = weir_http_get_module_srv_conf(r, weir_http_core_module);
+            weir_event_add_timer(rev, cscf->client_header_timeout);
+        }
+
+        if (weir_handle_read_event(rev, 0) != WEIR_OK) {
+            c->error = 1;
+            weir_http_finalize_request(r, WEIR_ERROR);
+            return WEIR_ERROR;
+        }
+
+        return WEIR_AGAIN;
+    }
+
+    if (n == 0) {
+        weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                       "client prematurely closed connection");
+    }
+
+    if (n == 0 || n == WEIR_ERROR) {
+        c->error = 1;
+        r->headers_out.status = WEIR_HTTP_BAD_REQUEST;
+        weir_http_finalize_request(r, WEIR_HTTP_CLIENT_CLOSED_REQUEST);
+        return WEIR_ERROR;
+    }
+
+    b->last += n;
+
+    return n;
+}
+
+
+/*
+ * The buffer is full and the current line is incomplete: move the
+ * partial line into a large buffer. Lines already parsed stay where they
+ * are (headers point into them); the old buffers are freed when the
+ * request ends. WEIR_DECLINED: the line does not fit in one large
+ * buffer, or all large buffers are in use.
+ */
+
+static weir_int_t
+weir_http_v1_alloc_large_header_buffer(weir_http_request_t *r)
+{
+    size_t                       size;
+    weir_buf_t                  *old, *nb;
+    unsigned char               *start;
+    weir_connection_t           *c;
+    weir_http_v1_stream_t       *st;
+    weir_http_connection_t      *hc;
+    weir_http_core_srv_conf_t   *cscf;
+
+    c = r->connection;
+    hc = r->http_connection;
+    st = r->stream;
+    old = r->header_in;
+
+    cscf = weir_http_get_module_srv_conf(r, weir_http_core_module);
+
+    if (!st->headers) {
+        start = r->request_start ? r->request_start : old->pos;
+
+    } else {
+        start = st->line_start ? st->line_start : old->pos;
+    }
+
+    if (start < old->start || start > old->last) {
+        start = old->pos;
+    }
+
+    size = old->last - start;
+
+    if (size >= cscf->large_client_header_buffers.size) {
+        return WEIR_DECLINED;
+    }
+
+    if (hc->nbusy >= cscf->large_client_header_buffers.num) {
+        return WEIR_DECLINED;
+    }
+
+    nb = weir_http_v1_header_buf(c, hc,
+                                 cscf->large_client_header_buffers.size);
+    if (nb == NULL) {
+        return WEIR_ERROR;
+    }
+
+    hc->nbusy++;
+
+    if (size) {
+        weir_memcpy(nb->start, start, size);
+    }
+
+#define weir_http_v1_move(p)                                                  \
+    if ((p) && (p) >= start && (p) <= old->last) {                           \
+        (p) = nb->start + ((p) - start);                                      \
+    }
+
+    weir_http_v1_move(r->request_start);
+    weir_http_v1_move(r->request_end);
+    weir_http_v1_move(r->method_end);
+    weir_http_v1_move(r->uri_start);
+    weir_http_v1_move(r->uri_end);
+    weir_http_v1_move(r->uri_ext);
+    weir_http_v1_move(r->args_start);
+    weir_http_v1_move(r->schema_start);
+    weir_http_v1_move(r->schema_end);
+    weir_http_v1_move(r->host_start);
+    weir_http_v1_move(r->host_end);
+    weir_http_v1_move(r->port_start);
+    weir_http_v1_move(r->port_end);
+    weir_http_v1_move(r->header_name_start);
+    weir_http_v1_move(r->header_name_end);
+    weir_http_v1_move(r->header_start);
+    weir_http_v1_move(r->header_end);
+    weir_http_v1_move(st->line_start);
+
+#undef weir_http_v1_move
+
+    nb->pos = nb->start + (old->pos - start);
+    nb->last = nb->start + size;
+
+    r->header_in = nb;
+    c->buffer = nb;
+
+    return WEIR_OK;
+}
+
+
+static weir_int_t
+weir_http_v1_process_request_line(weir_http_request_t *r)
+{
+    size_t                       len;
+    weir_int_t                   rc;
+    weir_str_t                   host;
+    unsigned char               *path_end;
+    weir_connection_t           *c;
+    weir_http_v1_stream_t       *st;
+    weir_http_core_srv_conf_t   *cscf;
+
+    c = r->connection;
+    st = r->stream;
+
+    cscf = weir_http_get_module_srv_conf(r, weir_http_core_module);
+
+    r->request_length = r->header_in->pos - r->request_start;
+
+    if (r->http_version > WEIR_HTTP_VERSION_11) {
+        /* HTTP/1.2 .. 1.9: served as the highest minor we know */
+        r->http_version = WEIR_HTTP_VERSION_11;
+    }
+
+    path_end = r->args_start ? r->args_start - 1 : r->uri_end;
+
+    if (r->empty_path_in_uri) {
+        r->uri.len = 1;
+        r->uri.data = (unsigned char *) "/";
+
+    } else if (r->complex_uri || r->quoted_uri) {
+
+        len = r->uri_end - r->uri_start + 1;
+
+        r->uri.data = weir_pnalloc(r->pool, len);
+        if (r->uri.data == NULL) {
+            weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+            return WEIR_ERROR;
+        }
+
+        rc = weir_http_parse_complex_uri(r, cscf->merge_slashes);
+
+        if (rc != WEIR_OK) {
+            r->uri.len = 0;
+            weir_http_v1_head_error(r, WEIR_HTTP_BAD_REQUEST,
+                                    "client sent invalid request");
+            return WEIR_ERROR;
+        }
+
+    } else {
+        r->uri.data = r->uri_start;
+        r->uri.len = path_end - r->uri_start;
+
+        if (r->uri_ext && r->uri_ext < path_end) {
+            r->exten.data = r->uri_ext;
+            r->exten.len = path_end - r->uri_ext;
+        }
+    }
+
+    r->valid_unparsed_uri = r->empty_path_in_uri ? 0 : 1;
+
+    if (r->host_start && r->host_end && r->method != WEIR_HTTP_CONNECT) {
+
+        /* absolute-form: the target carries the authority */
+
+        host.data = r->host_start;
+        host.len = r->host_end - r->host_start;
+
+        r->authority.data = r->host_start;
+        r->authority.len = (r->port_end ? r->port_end : r->host_end)
+                           - r->host_start;
+
+        rc = weir_http_validate_host(&host, r->pool, 1);
+
+        if (rc == WEIR_DECLINED) {
+            weir_http_v1_head_error(r, WEIR_HTTP_BAD_REQUEST,
+                                    "client sent invalid host in request "
+                                    "line");
+            return WEIR_ERROR;
+        }
+
+        if (rc == WEIR_ERROR) {
+            weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+            return WEIR_ERROR;
+        }
+
+        r->headers_in.server = host;
+
+        if (r->schema_start && r->schema_end) {
+            r->schema.data = r->schema_start;
+            r->schema.len = r->schema_end - r->schema_start;
+        }
+    }
+
+    st->headers = 1;
+    st->line_start = r->header_in->pos;
+
+    c->log->action = "reading client request headers";
+
+    return WEIR_OK;
+}
+
+
+static weir_int_t
+weir_http_v1_process_header_line(weir_http_request_t *r)
+{
+    size_t                       len;
+    weir_http_header_t          *h;
+    weir_connection_t           *c;
+    weir_http_v1_stream_t       *st;
+    weir_http_header_def_t      *def;
+    weir_http_core_srv_conf_t   *cscf;
+
+    c = r->connection;
+    st = r->stream;
+
+    cscf = weir_http_get_module_srv_conf(r, weir_http_core_module);
+
+    r->request_length += r->header_in->pos - st->line_start;
+    st->line_start = r->header_in->pos;
+
+    if (++r->headers_n > cscf->max_headers) {
+        weir_http_v1_head_error(r, WEIR_HTTP_REQUEST_HEADER_TOO_LARGE,
+                                "client sent too many header lines");
+        return WEIR_ERROR;
+    }
+
+    len = r->header_name_end - r->header_name_start;
+
+    if (r->invalid_header) {
+        r->invalid_header = 0;
+
+        if (cscf->ignore_invalid_headers) {
+            weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                           "client sent invalid header line: \"%.*s\"",
+                           (int) len, (const char *) r->header_name_start);
+            return WEIR_OK;
+        }
+    }
+
+    h = weir_list_push(&r->headers_in.headers);
+    if (h == NULL) {
+        weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+        return WEIR_ERROR;
+    }
+
+    h->hash = r->header_hash ? r->header_hash : 1;
+    h->key.data = r->header_name_start;
+    h->key.len = len;
+    h->value.data = r->header_start ? r->header_start : r->header_name_end;
+    h->value.len = r->header_start ? r->header_end - r->header_start : 0;
+    h->next = NULL;
+
+    h->lowcase_key = weir_pnalloc(r->pool, len ? len : 1);
+    if (h->lowcase_key == NULL) {
+        weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+        return WEIR_ERROR;
+    }
+
+    if (len <= sizeof(r->lowcase_header) && r->lowcase_index == len) {
+        weir_memcpy(h->lowcase_key, r->lowcase_header, len);
+        h->token = weir_http_header_token(h->lowcase_key, len,
+                                          r->header_hash);
+
+    } else {
+        /* longer than any interned name */
+        weir_strlow(h->lowcase_key, h->key.data, len);
+        h->token = WEIR_HTTP_HDR_UNKNOWN;
+    }
+
+    def = &weir_http_header_defs[h->token];
+
+    if (def->handler && def->handler(r, h, def->offset) != WEIR_OK) {
+        /* the request is finalized (and maybe freed) */
+        return WEIR_ERROR;
+    }
+
+    return WEIR_OK;
+}
+
+
+static weir_int_t
+weir_http_v1_process_request_header(weir_http_request_t *r)
+{
+    if (r->http_version >= WEIR_HTTP_VERSION_11
+        && r->headers_in.host == NULL)
+    {
+        weir_http_v1_head_error(r, WEIR_HTTP_BAD_REQUEST,
+                                "client sent HTTP/1.1 request without "
+                                "\"Host\" header");
+        return WEIR_ERROR;
+    }
+
+    if (r->headers_in.transfer_encoding) {
+
+        if (r->headers_in.content_length) {
+            weir_http_v1_head_error(r, WEIR_HTTP_BAD_REQUEST,
+                                    "client sent \"Content-Length\" and "
+                                    "\"Transfer-Encoding\" headers at the "
+                                    "same time");
+            return WEIR_ERROR;
+        }
+
+        if (r->http_version < WEIR_HTTP_VERSION_11) {
+            /* RFC 9112 6.1: an HTTP/1.0 message with Transfer-Encoding
+             * is faulty */
+            weir_http_v1_head_error(r, WEIR_HTTP_BAD_REQUEST,
+                                    "client sent \"Transfer-Encoding\" "
+                                    "in an HTTP/1.0 request");
+            return WEIR_ERROR;
+        }
+    }
+
+    if (r->method == WEIR_HTTP_CONNECT) {
+        weir_http_v1_head_error(r, WEIR_HTTP_NOT_ALLOWED,
+                                "client sent CONNECT method");
+        return WEIR_ERROR;
+    }
+
+    if (r->method == WEIR_HTTP_TRACE) {
+        weir_http_v1_head_error(r, WEIR_HTTP_NOT_ALLOWED,
+                                "client sent TRACE method");
+        return WEIR_ERROR;
+    }
+
+    if (r->http_version >= WEIR_HTTP_VERSION_11) {
+        r->keepalive = (r->headers_in.connection_type
+                        != WEIR_HTTP_CONNECTION_CLOSE);
+
+    } else {
+        r->keepalive = (r->headers_in.connection_type
+                        == WEIR_HTTP_CONNECTION_KEEP_ALIVE);
+    }
+
+    return WEIR_OK;
+}
+
+
+static void
+weir_http_v1_process_request(weir_http_request_t *r)
+{
+    weir_int_t          rc;
+    weir_connection_t  *c;
+
+    c = r->connection;
+
+    if (r->headers_in.server.len) {
+        rc = weir_http_set_virtual_server(r, &r->headers_in.server);
+
+        if (rc == WEIR_ERROR) {
+            weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+            return;
+        }
+    }
+
+    if (c->read->timer_set) {
+        weir_event_del_timer(c->read);
+    }
+
+    weir_http_request_head_done(r);
+
+    c->log->action = NULL;
+
+    c->read->handler = weir_http_request_handler;
+    c->write->handler = weir_http_request_handler;
+    r->read_event_handler = weir_http_block_reading;
+
+    weir_http_handler(r);
+
+    weir_http_run_posted_requests(c);
+}
+
+
+/* ---------------------------------------------------------------------
+ * the response
+ */
+
+static weir_buf_t *
+weir_http_v1_mem_buf(weir_http_request_t *r, const char *data, size_t len)
+{
+    weir_buf_t  *b;
+
+    b = weir_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NULL;
+    }
+
+    b->memory = 1;
+    b->pos = (unsigned char *) data;
+    b->last = b->pos + len;
+    b->start = b->pos;
+    b->end = b->last;
+
+    return b;
+}
+
+
+static weir_int_t
+weir_http_v1_queue(weir_http_request_t *r, weir_buf_t *b)
+{
+    weir_chain_t           *cl, **ll;
+    weir_http_v1_stream_t  *st;
+
+    st = r->stream;
+
+    cl = weir_alloc_chain_link(r->pool, &st->free);
+    if (cl == NULL) {
+        return WEIR_ERROR;
+    }
+
+    cl->buf = b;
+    cl->next = NULL;
+
+    for (ll = &r->out; *ll; ll = &(*ll)->next) { /* void */ }
+
+    *ll = cl;
+
+    return WEIR_OK;
+}
+
+
+#define weir_http_v1_header_size(h)  ((h)->key.len + (h)->value.len + 4)
+
+static weir_int_t
+weir_http_v1_send_header(weir_http_request_t *r)
+{
+    size_t                       len;
+    weir_uint_t                  i, status, no_body;
+    weir_buf_t                  *b;
+    const char                  *reason, *server;
+    unsigned char               *p, *last;
+    weir_list_part_t            *part;
+    weir_connection_t           *c;
+    weir_http_header_t          *h;
+    weir_http_core_loc_conf_t   *clcf;
+
+    c = r->connection;
+
+    r->header_sent = 1;
+
+    clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
+
+    status = r->headers_out.status ? r->headers_out.status : WEIR_HTTP_OK;
+
+    if (r->method == WEIR_HTTP_HEAD) {
+        r->header_only = 1;
+    }
+
+    /* 1xx, 204 and 304 never have a body, not even a length */
+    no_body = (status < WEIR_HTTP_OK || status == WEIR_HTTP_NO_CONTENT
+               || status == WEIR_HTTP_NOT_MODIFIED);
+
+    if (no_body) {
+        r->header_only = 1;
+    }
+
+    if (r->keepalive) {
+        if (clcf->keepalive_timeout == 0
+            || c->requests >= clcf->keepalive_requests
+            || weir_exiting)
+        {
+            r->keepalive = 0;
+        }
+    }
+
+    r->chunked = 0;
+
+    if (!no_body && r->headers_out.content_length_n < 0 && !r->header_only)
+    {
+        if (r->http_version >= WEIR_HTTP_VERSION_11
+            && clcf->chunked_transfer_encoding)
+        {
+            r->chunked = 1;
+
+        } else {
+            /* the end of the body is the end of the connection */
+            r->keepalive = 0;
+        }
+    }
+
+    reason = NULL;
+
+    if (r->headers_out.status_line.len == 0) {
+        reason = weir_http_v1_reason(status);
+    }
+
+    switch (clcf->server_tokens) {
+    case WEIR_HTTP_SERVER_TOKENS_OFF:
+        server = "weir";
+        break;
+    default:
+        server = WEIR_VER;
+        break;
+    }
+
+    /* the size: fixed parts with room to spare, then the lists */
+
+    len = sizeof("HTTP/1.1 999 \r\n") - 1 + 64
+          + r->headers_out.status_line.len
+          + sizeof("Server: \r\n") - 1 + sizeof(WEIR_VER)
+          + sizeof("Date: \r\n") - 1 + weir_cached_http_time.len
+          + sizeof("Content-Type: ; charset=\r\n") - 1
+          + r->headers_out.content_type.len + r->headers_out.charset.len
+          + sizeof("Content-Length: \r\n") - 1 + WEIR_INT_T_LEN
+          + sizeof("Transfer-Encoding: chunked\r\n") - 1
+          + sizeof("Connection: keep-alive\r\n") - 1
+          + sizeof("Keep-Alive: timeout=\r\n") - 1 + WEIR_INT_T_LEN
+          + sizeof("Last-Modified: Mon, 28 Sep 1970 06:00:00 GMT\r\n") - 1
+          + sizeof("\r\n") - 1;
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash) {
+            len += weir_http_v1_header_size(&h[i]);
+        }
+    }
+
+    b = weir_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return WEIR_ERROR;
+    }
+
+    p = b->last;
+    last = b->end;
+
+    if (reason) {
+        p = weir_slprintf(p, last, "HTTP/1.1 %u %s\r\n",
+                          (unsigned) status, reason);
+
+    } else if (r->headers_out.status_line.len) {
+        p = weir_slprintf(p, last, "HTTP/1.1 %.*s\r\n",
+                          WEIR_STR_ARG(r->headers_out.status_line));
+
+    } else {
+        p = weir_slprintf(p, last, "HTTP/1.1 %u \r\n", (unsigned) status);
+    }
+
+#define weir_http_v1_emit(hp)                                                 \
+    if ((hp) && (hp)->hash) {                                                 \
+        p = weir_slprintf(p, last, "%.*s: %.*s\r\n",                          \
+                          WEIR_STR_ARG((hp)->key), WEIR_STR_ARG((hp)->value));\
+    }
+
+    if (r->headers_out.server && r->headers_out.server->hash) {
+        weir_http_v1_emit(r->headers_out.server);
+
+    } else {
+        p = weir_slprintf(p, last, "Server: %s\r\n", server);
+    }
+
+    if (r->headers_out.date && r->headers_out.date->hash) {
+        weir_http_v1_emit(r->headers_out.date);
+
+    } else {
+        p = weir_slprintf(p, last, "Date: %.*s\r\n",
+                          WEIR_STR_ARG(weir_cached_http_time));
+    }
+
+    if (r->headers_out.content_type.len) {
+        if (r->headers_out.charset.len) {
+            p = weir_slprintf(p, last, "Content-Type: %.*s; charset=%.*s\r\n",
+                              WEIR_STR_ARG(r->headers_out.content_type),
+                              WEIR_STR_ARG(r->headers_out.charset));
+        } else {
+            p = weir_slprintf(p, last, "Content-Type: %.*s\r\n",
+                              WEIR_STR_ARG(r->headers_out.content_type));
+        }
+    }
+
+    if (status != WEIR_HTTP_NO_CONTENT && status >= WEIR_HTTP_OK
+        && r->headers_out.content_length_n >= 0
+        && !(status == WEIR_HTTP_NOT_MODIFIED))
+    {
+        p = weir_slprintf(p, last, "Content-Length: %lld\r\n",
+                          (long long) r->headers_out.content_length_n);
+
+    } else if (r->chunked) {
+        p = weir_slprintf(p, last, "Transfer-Encoding: chunked\r\n");
+    }
+
+    if (r->keepalive) {
+        p = weir_slprintf(p, last, "Connection: keep-alive\r\n");
+
+        if (clcf->keepalive_header > 0) {
+            p = weir_slprintf(p, last, "Keep-Alive: timeout=%lld\r\n",
+                              (long long) clcf->keepalive_header);
+        }
+
+    } else {
+        p = weir_slprintf(p, last, "Connection: close\r\n");
+    }
+
+    if (r->headers_out.last_modified && r->headers_out.last_modified->hash) {
+        weir_http_v1_emit(r->headers_out.last_modified);
+
+    } else if (r->headers_out.last_modified_time != -1
+               && p + sizeof("Last-Modified: \r\n") + 30 < last)
+    {
+        p = weir_cpymem(p, "Last-Modified: ", sizeof("Last-Modified: ") - 1);
+        p = weir_http_time(p, r->headers_out.last_modified_time);
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+
+    weir_http_v1_emit(r->headers_out.location);
+    weir_http_v1_emit(r->headers_out.etag);
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0
+            || &h[i] == r->headers_out.server
+            || &h[i] == r->headers_out.date
+            || &h[i] == r->headers_out.content_length
+            || &h[i] == r->headers_out.last_modified
+            || &h[i] == r->headers_out.location
+            || &h[i] == r->headers_out.etag)
+        {
+            continue;
+        }
+
+        /* framing is ours: a module cannot set it by hand */
+        if (h[i].token == WEIR_HTTP_HDR_CONTENT_LENGTH
+            || h[i].token == WEIR_HTTP_HDR_TRANSFER_ENCODING
+            || h[i].token == WEIR_HTTP_HDR_CONNECTION
+            || h[i].token == WEIR_HTTP_HDR_KEEP_ALIVE)
+        {
+            continue;
+        }
+
+        weir_http_v1_emit(&h[i]);
+    }
+
+#undef weir_http_v1_emit
+
+    p = weir_slprintf(p, last, "\r\n");
+
+    b->last = p;
+
+    /* $body_bytes_sent is c->sent less this */
+    r->header_out_size = b->last - b->pos;
+
+    if (weir_http_v1_queue(r, b) != WEIR_OK) {
+        return WEIR_ERROR;
+    }
+
+    if (r->header_only) {
+        /* nothing follows: send it now */
+        return weir_http_v1_write(r);
+    }
+
+    /* the header goes out with the first body bytes, in one writev */
+    return WEIR_OK;
+}
+
+
+/*
+ * The bottom of the body filter chain: frames the body (chunked when
+ * send_header chose it), queues it after what is unsent and writes as
+ * much as the socket takes.
+ */
+
+static weir_int_t
+weir_http_v1_send_body(weir_http_request_t *r, weir_chain_t *in)
+{
+    off_t                   size;
+    size_t                  len;
+    weir_uint_t             i, flush;
+    weir_buf_t             *b, *hb;
+    weir_chain_t           *cl;
+    unsigned char          *p;
+    weir_list_part_t       *part;
+    weir_connection_t      *c;
+    weir_http_header_t     *h;
+    weir_http_v1_stream_t  *st;
+
+    c = r->connection;
+    st = r->stream;
+
+    if (c->error) {
+        return WEIR_ERROR;
+    }
+
+    flush = 0;
+
+    for (cl = in; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (b->flush) {
+            flush = 1;
+        }
+
+        if (st->last) {
+            /* nothing is sent after the end of the body */
+            continue;
+        }
+
+        size = weir_buf_special(b) ? 0 : weir_buf_size(b);
+
+        if (r->header_only) {
+            /* HEAD, 204, 304: the body is dropped, consumed as sent */
+            if (weir_buf_in_memory(b)) {
+                b->pos = b->last;
+            }
+
+            if (b->in_file) {
+                b->file_pos = b->file_last;
+            }
+
+            if (b->last_buf) {
+                st->last = 1;
+            }
+
+            continue;
+        }
+
+        if (r->chunked && size > 0) {
+            p = weir_pnalloc(r->pool, sizeof("ffffffffffffffff\r\n"));
+            if (p == NULL) {
+                return WEIR_ERROR;
+            }
+
+            hb = weir_http_v1_mem_buf(r, (const char *) p,
+                                      weir_slprintf(p, p + 19, "%llx\r\n",
+                                                    (unsigned long long) size)
+                                      - p);
+            if (hb == NULL || weir_http_v1_queue(r, hb) != WEIR_OK) {
+                return WEIR_ERROR;
+            }
+        }
+
+        if (size > 0) {
+            if (weir_http_v1_queue(r, b) != WEIR_OK) {
+                return WEIR_ERROR;
+            }
+        }
+
+        if (r->chunked && size > 0) {
+            hb = weir_http_v1_mem_buf(r, "\r\n", 2);
+            if (hb == NULL || weir_http_v1_queue(r, hb) != WEIR_OK) {
+                return WEIR_ERROR;
+            }
+        }
+
+        if (b->last_buf) {
+            st->last = 1;
+
+            if (r->chunked) {
+                len = sizeof("0\r\n\r\n") - 1;
+
+                if (r->expect_trailers) {
+                    part = &r->headers_out.trailers.part;
+                    h = part->elts;
+
+                    for (i = 0; /* void */ ; i++) {
+                        if (i >= part->nelts) {
+                            if (part->next == NULL) {
+                                break;
+                            }
+
+                            part = part->next;
+                            h = part->elts;
+                            i = 0;
+                        }
+
+                        if (h[i].hash) {
+                            len += weir_http_v1_header_size(&h[i]);
+                        }
+                    }
+                }
+
+                p = weir_pnalloc(r->pool, len + 1);
+                if (p == NULL) {
+                    return WEIR_ERROR;
+                }
+
+                hb = weir_http_v1_mem_buf(r, (const char *) p, 0);
+                if (hb == NULL) {
+                    return WEIR_ERROR;
+                }
+
+                p = weir_slprintf(p, p + len + 1, "0\r\n");
+
+                if (r->expect_trailers) {
+                    part = &r->headers_out.trailers.part;
+                    h = part->elts;
+
+                    for (i = 0; /* void */ ; i++) {
+                        if (i >= part->nelts) {
+                            if (part->next == NULL) {
+                                break;
+                            }
+
+                            part = part->next;
+                            h = part->elts;
+                            i = 0;
+                        }
+
+                        if (h[i].hash) {
+                            p = weir_slprintf(p, hb->start + len + 1,
+                                              "%.*s: %.*s\r\n",
+                                              WEIR_STR_ARG(h[i].key),
+                                              WEIR_STR_ARG(h[i].value));
+                        }
+                    }
+                }
+
+                p = weir_slprintf(p, hb->start + len + 1, "\r\n");
+
+                hb->last = p;
+                hb->end = p;
+
+                if (weir_http_v1_queue(r, hb) != WEIR_OK) {
+                    return WEIR_ERROR;
+                }
+            }
+        }
+    }
+
+    (void) flush;
+
+    if (r->out == NULL) {
+        c->buffered &= ~WEIR_HTTP_WRITE_BUFFERED;
+        return WEIR_OK;
+    }
+
+    return weir_http_v1_write(r);
+}
+
+
+/*
+ * Writes r->out: memory buffers with writev, file buffers with sendfile
+ * (sendfile on) or read into a reused buffer (off). WEIR_OK when all is
+ * sent, WEIR_AGAIN with the write event armed and c->buffered set,
+ * WEIR_ERROR on a broken connection.
+ */
+
+static weir_int_t
+weir_http_v1_write(weir_http_request_t *r)
+{
+    int                          cnt;
+    off_t                        fsize;
+    ssize_t                      n, total;
+    size_t                       chunk;
+    weir_err_t                   err;
+    weir_buf_t                  *b, *fb;
+    weir_event_t                *wev;
+    weir_chain_t                *cl, *ncl;
+    struct iovec                 iov[WEIR_HTTP_V1_IOVS];
+    weir_connection_t           *c;
+    weir_http_v1_stream_t       *st;
+    weir_http_core_loc_conf_t   *clcf;
+
+    c = r->connection;
+    wev = c->write;
+    st = r->stream;
+
+    clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
+
+    if (c->error) {
+        return WEIR_ERROR;
+    }
+
+    while (wev->ready) {
+
+        /* drop what is done */
+
+        while (r->out) {
+            b = r->out->buf;
+
+            if (weir_buf_special(b)
+                || (weir_buf_in_memory(b) && b->pos == b->last
+                    && (!b->in_file || b->file_pos >= b->file_last))
+                || (!weir_buf_in_memory(b) && b->in_file
+                    && b->file_pos >= b->file_last)
+                || (!weir_buf_in_memory(b) && !b->in_file))
+            {
+                cl = r->out;
+                r->out = cl->next;
+                weir_free_chain(&st->free, cl);
+                continue;
+            }
+
+            break;
+        }
+
+        if (r->out == NULL) {
+            break;
+        }
+
+        b = r->out->buf;
+
+        if (!weir_buf_in_memory(b)) {
+
+            /* a file range */
+
+            fsize = b->file_last - b->file_pos;
+
+#if (defined __linux__)
+            if (clcf->sendfile) {
+                off_t  offset;
+
+                chunk = fsize > (off_t) 0x7ffff000 ? 0x7ffff000
+                                                   : (size_t) fsize;
+
+                if (clcf->sendfile_max_chunk
+                    && chunk > clcf->sendfile_max_chunk)
+                {
+                    chunk = clcf->sendfile_max_chunk;
+                }
+
+                offset = b->file_pos;
+
+                n = sendfile(c->fd, b->file->fd, &offset, chunk);
+
+                if (n == -1) {
+                    err = weir_socket_errno;
+
+                    if (err == WEIR_EAGAIN || err == EINTR) {
+                        wev->ready = 0;
+                        break;
+                    }
+
+                    wev->error = 1;
+                    c->error = 1;
+                    (void) weir_connection_error(c, err, "sendfile() failed");
+                    return WEIR_ERROR;
+                }
+
+                if (n == 0) {
+                    weir_log_error(WEIR_LOG_ALERT, c->log, 0,
+                                   "sendfile() reported that \"%s\" was "
+                                   "truncated", b->file->name.data
+                                   ? (const char *) b->file->name.data
+                                   : "");
+                    c->error = 1;
+                    return WEIR_ERROR;
+                }
+
+                b->file_pos += n;
+                c->sent += n;
+
+                if ((size_t) n < chunk) {
+                    wev->ready = 0;
+                }
+
+                continue;
+            }
+#endif
+
+            /* sendfile off: read a piece into a reused buffer placed
+             * before the file buffer */
+
+            fb = st->file_buf;
+
+            if (fb == NULL) {
+                fb = weir_create_temp_buf(r->pool, WEIR_HTTP_V1_FILE_CHUNK);
+                if (fb == NULL) {
+                    return WEIR_ERROR;
+                }
+
+                st->file_buf = fb;
+            }
+
+            chunk = fsize > WEIR_HTTP_V1_FILE_CHUNK ? WEIR_HTTP_V1_FILE_CHUNK
+                                                    : (size_t) fsize;
+
+            n = pread(b->file->fd, fb->start, chunk, b->file_pos);
+
+            if (n == -1) {
+                weir_log_error(WEIR_LOG_CRIT, c->log, errno,
+                               "pread() failed");
+                c->error = 1;
+                return WEIR_ERROR;
+            }
+
+            if (n == 0) {
+                weir_log_error(WEIR_LOG_ALERT, c->log, 0,
+                               "file was truncated while being sent");
+                c->error = 1;
+                return WEIR_ERROR;
+            }
+
+            fb->pos = fb->start;
+            fb->last = fb->start + n;
+            b->file_pos += n;
+
+            ncl = weir_alloc_chain_link(r->pool, &st->free);
+            if (ncl == NULL) {
+                return WEIR_ERROR;
+            }
+
+            ncl->buf = fb;
+            ncl->next = r->out;
+            r->out = ncl;
+
+            continue;
+        }
+
+        /* memory buffers, up to the first file buffer */
+
+        cnt = 0;
+        total = 0;
+
+        for (cl = r->out; cl && cnt < WEIR_HTTP_V1_IOVS; cl = cl->next) {
+            b = cl->buf;
+
+            if (weir_buf_special(b)) {
+                continue;
+            }
+
+            if (!weir_buf_in_memory(b)) {
+                break;
+            }
+
+            if (b->pos == b->last) {
+                continue;
+            }
+
+            iov[cnt].iov_base = b->pos;
+            iov[cnt].iov_len = b->last - b->pos;
+            total += b->last - b->pos;
+            cnt++;
+        }
+
+        if (cnt == 0) {
+            /* a memory buffer with nothing left in memory whose file
+             * range claims more: nothing can be sent from it */
+            b = r->out->buf;
+            b->file_pos = b->file_last;
+            b->in_file = 0;
+            continue;
+        }
+
+        n = writev(c->fd, iov, cnt);
+
+        if (n == -1) {
+            err = weir_socket_errno;
+
+            if (err == WEIR_EAGAIN || err == EINTR) {
+                wev->ready = 0;
+                break;
+            }
+
+            wev->error = 1;
+            c->error = 1;
+            (void) weir_connection_error(c, err, "writev() failed");
+            return WEIR_ERROR;
+        }
+
+        c->sent += n;
+
+        if (n < total) {
+            wev->ready = 0;
+        }
+
+        for (cl = r->out; cl && n > 0; cl = cl->next) {
+            b = cl->buf;
+
+            if (weir_buf_special(b) || !weir_buf_in_memory(b)) {
+                if (!weir_buf_in_memory(b) && !weir_buf_special(b)) {
+                    break;
+                }
+
+                continue;
+            }
+
+            if ((ssize_t) (b->last - b->pos) <= n) {
+                n -= b->last - b->pos;
+                b->pos = b->last;
+
+                if (b->in_file) {
+                    b->file_pos = b->file_last;
+                }
+
+            } else {
+                b->pos += n;
+
+                if (b->in_file) {
+                    b->file_pos += n;
+                }
+
+                n = 0;
+            }
+        }
+    }
+
+    while (r->out) {
+        b = r->out->buf;
+
+        if (weir_buf_special(b)
+            || (weir_buf_in_memory(b) && b->pos == b->last)
+            || (!weir_buf_in_memory(b) && (!b->in_file
+                                           || b->file_pos >= b->file_last)))
+        {
+            cl = r->out;
+            r->out = cl->next;
+            weir_free_chain(&st->free, cl);
+            continue;
+        }
+
+        break;
+    }
+
+    if (r->out) {
+        c->buffered |= WEIR_HTTP_WRITE_BUFFERED;
+
+        if (!wev->timer_set) {
+            weir_event_add_timer(wev, clcf->send_timeout);
+        }
+
+        if (weir_handle_write_event(wev, clcf->send_lowat) != WEIR_OK) {
+            c->error = 1;
+            return WEIR_ERROR;
+        }
+
+        return WEIR_AGAIN;
+    }
+
+    c->buffered &= ~WEIR_HTTP_WRITE_BUFFERED;
+
+    if (wev->timer_set) {
+        weir_event_del_timer(wev);
+    }
+
+    return WEIR_OK;
+}
+
+
+/* ---------------------------------------------------------------------
+ * request bodies and interim responses
+ */
+
+static weir_int_t
+weir_http_v1_read_body(weir_http_request_t *r)
+{
+    return weir_http_read_request_body_stream(r);
+}
+
+
+static weir_int_t
+weir_http_v1_discard_body(weir_http_request_t *r)
+{
+    return weir_http_discard_request_body_stream(r);
+}
+
+
+/*
+ * "Expect: 100-continue": the body code calls this once, just before the
+ * body is first read (it checks the expectation and r->expect_tested).
+ */
+
+static weir_int_t
+weir_http_v1_send_continue(weir_http_request_t *r)
+{
+    ssize_t             n;
+    weir_connection_t  *c;
+
+    static const char  cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+    c = r->connection;
+
+    if (r->header_in && r->header_in->pos < r->header_in->last) {
+        /* the client did not wait */
+        return WEIR_OK;
+    }
+
+    n = c->send(c, (unsigned char *) cont, sizeof(cont) - 1);
+
+    if (n == (ssize_t) sizeof(cont) - 1) {
+        return WEIR_OK;
+    }
+
+    if (n == WEIR_AGAIN || (n >= 0 && n < (ssize_t) sizeof(cont) - 1)) {
+        /* a fresh socket that cannot take 25 bytes: the client sends
+         * the body after its own timeout anyway; a half-sent interim
+         * response cannot be completed, so the connection must close */
+        if (n > 0) {
+            c->error = 1;
+            return WEIR_ERROR;
+        }
+
+        return WEIR_OK;
+    }
+
+    c->error = 1;
+
+    return WEIR_ERROR;
+}
+
+
+/* ---------------------------------------------------------------------
+ * after the request
+ */
+
+/*
+ * Is there no request body left on the wire? The body code
+ * (weir_http_request_body.c) leaves r->request_body->rest == 0 or
+ * last_sent set once a body was read or discarded to its end.
+ */
+
+static weir_int_t
+weir_http_v1_body_consumed(weir_http_request_t *r)
+{
+    if (r->discard_body || r->reading_body) {
+        return 0;
+    }
+
+    if (r->headers_in.content_length_n <= 0 && !r->headers_in.chunked) {
+        return 1;
+    }
+
+    if (r->request_body
+        && (r->request_body->rest == 0 || r->request_body->last_sent))
+    {
+        return 1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * Called by weir_http_free_request when the count reached zero and the
+ * log phase ran. Takes what the connection keeps (pipelined bytes),
+ * destroys r->pool, then keeps the connection alive, lingers or closes.
+ */
+
+static void
+weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
+{
+    size_t                       n, size;
+    weir_buf_t                  *b, *nb;
+    weir_uint_t                  keepalive, linger;
+    weir_msec_t                  keepalive_timeout;
+    weir_event_t                *rev, *wev;
+    weir_connection_t           *c;
+    weir_http_v1_conn_t         *v1c;
+    weir_http_connection_t      *hc;
+    weir_http_core_srv_conf_t   *cscf;
+    weir_http_core_loc_conf_t   *clcf;
+
+    (void) rc;
+
+    c = r->connection;
+    hc = r->http_connection;
+    v1c = hc->proto_ctx;
+    rev = c->read;
+    wev = c->write;
+
+    clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
+
+    keepalive = r->keepalive && r->response_sent && !r->terminated
+                && !c->error && !c->timedout && !c->close && !weir_exiting
+                && weir_http_v1_body_consumed(r);
+
+    linger = 0;
+
+    if (!keepalive && !c->error && !c->timedout) {
+        switch (clcf->lingering_close) {
+
+        case WEIR_HTTP_LINGERING_ALWAYS:
+            linger = 1;
+            break;
+
+        case WEIR_HTTP_LINGERING_ON:
+            linger = r->lingering_close || !weir_http_v1_body_consumed(r)
+                     || rev->ready || rev->pending_eof;
+            break;
+
+        default:
+            break;
+        }
+    }
+
+    keepalive_timeout = clcf->keepalive_timeout;
+    v1c->lingering_timeout = clcf->lingering_timeout;
+    v1c->lingering_deadline = weir_time()
+                              + (time_t) (clcf->lingering_time / 1000);
+
+    /* pipelined bytes move to a fresh buffer before the request's
+     * buffers (in c->pool) are given back */
+
+    nb = NULL;
+    b = r->header_in;
+    n = (keepalive && b && b->start) ? (size_t) (b->last - b->pos) : 0;
+
+    if (n) {
+        cscf = hc->conf_ctx->srv_conf[weir_http_core_module.ctx_index];
+
+        size = cscf->client_header_buffer_size;
+
+        if (size < n) {
+            size = n;
+        }
+
+        nb = weir_http_v1_header_buf(c, hc, size);
+
+        if (nb == NULL) {
+            keepalive = 0;
+
+        } else {
+            nb->last = weir_cpymem(nb->start, b->pos, n);
+        }
+    }
+
+    weir_destroy_pool(r->pool);
+
+    /* r is gone */
+
+    c->data = hc;
+    c->log->action = NULL;
+
+    if (!keepalive) {
+        if (linger) {
+            weir_http_v1_set_lingering_close(c);
+            return;
+        }
+
+        weir_http_close_connection(c);
+        return;
+    }
+
+    weir_http_v1_free_header_bufs(c, hc, nb);
+    c->buffer = nb;
+
+    /* $bytes_sent counts one response */
+    c->sent = 0;
+
+    if (rev->timer_set) {
+        weir_event_del_timer(rev);
+    }
+
+    if (wev->timer_set) {
+        weir_event_del_timer(wev);
+    }
+
+    rev->handler = weir_http_v1_wait_request_handler;
+    wev->handler = weir_http_v1_empty_handler;
+
+    if (nb) {
+        /* the next request is already here: start it after this pass,
+         * so its response follows this one */
+        hc->pipeline = 1;
+        weir_post_event(rev, &weir_posted_events);
+        return;
+    }
+
+    c->log->action = "keepalive";
+    c->idle = 1;
+
+    weir_reusable_connection(c, 1);
+    weir_event_add_timer(rev, keepalive_timeout);
+
+    if (weir_handle_read_event(rev, 0) != WEIR_OK) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    if (rev->ready) {
+        weir_post_event(rev, &weir_posted_events);
+    }
+}
+
+
+/*
+ * Kept for the header's contract. Keep-alive is decided, and the
+ * connection moved to its idle state, by request_done when the request
+ * is freed; a module only clears r->keepalive to refuse it.
+ */
+
+void
+weir_http_v1_set_keepalive(weir_http_request_t *r)
+{
+    (void) r;
+}
+
+
+/*
+ * Closing right after the response with unread input would make the
+ * kernel answer that input with a RST, which can destroy the response in
+ * flight. So: shut down our side, read and drop what comes until the
+ * client closes, lingering_timeout passes without data, or lingering_time
+ * is over.
+ */
+
+void
+weir_http_v1_set_lingering_close(weir_connection_t *c)
+{
+    weir_event_t            *rev, *wev;
+    weir_http_v1_conn_t     *v1c;
+    weir_http_connection_t  *hc;
+
+    hc = c->data;
+    v1c = hc->proto_ctx;
+    rev = c->read;
+    wev = c->write;
+
+    weir_http_v1_free_header_bufs(c, hc, NULL);
+    c->buffer = NULL;
+
+    rev->handler = weir_http_v1_lingering_close_handler;
+    wev->handler = weir_http_v1_empty_handler;
+
+    if (wev->timer_set) {
+        weir_event_del_timer(wev);
+    }
+
+    if (rev->timer_set) {
+        weir_event_del_timer(rev);
+    }
+
+    if (weir_handle_read_event(rev, 0) != WEIR_OK) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    if (shutdown(c->fd, SHUT_WR) == -1) {
+        weir_log_error(WEIR_LOG_INFO, c->log, weir_socket_errno,
+                       "shutdown() failed");
+        weir_http_close_connection(c);
+        return;
+    }
+
+    c->log->action = "lingering close";
+
+    weir_event_add_timer(rev, v1c->lingering_timeout);
+
+    if (rev->ready) {
+        weir_http_v1_lingering_close_handler(rev);
+    }
+}
+
+
+static void
+weir_http_v1_lingering_close_handler(weir_event_t *rev)
+{
+    ssize_t                  n;
+    time_t                   left;
+    weir_msec_t              timer;
+    weir_connection_t       *c;
+    weir_http_v1_conn_t     *v1c;
+    weir_http_connection_t  *hc;
+    unsigned char            buf[WEIR_HTTP_LINGERING_BUFFER_SIZE];
+
+    c = rev->data;
+    hc = c->data;
+    v1c = hc->proto_ctx;
+
+    if (rev->timedout || c->close) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    left = v1c->lingering_deadline - weir_time();
+
+    if (left <= 0) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    do {
+        n = c->recv(c, buf, WEIR_HTTP_LINGERING_BUFFER_SIZE);
+
+        if (n == WEIR_ERROR || n == 0) {
+            weir_http_close_connection(c);
+            return;
+        }
+
+    } while (rev->ready);
+
+    if (weir_handle_read_event(rev, 0) != WEIR_OK) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    timer = (weir_msec_t) left * 1000;
+
+    if (timer > v1c->lingering_timeout) {
+        timer = v1c->lingering_timeout;
+    }
+
+    if (rev->timer_set) {
+        weir_event_del_timer(rev);
+    }
+
+    weir_event_add_timer(rev, timer);
+}

@@ -1,0 +1,242 @@
+/*
+ * weir_test_stream_module: a response whose length is not known in
+ * advance, for the HTTP/1 framing tests.
+ *
+ *   test_stream PIECES SIZE [trailer];
+ *
+ * answers 200 text/plain with PIECES pieces of SIZE bytes (piece i is
+ * SIZE times the letter 'a' + i % 26), each passed down the body filter
+ * chain on its own with flush set, the last with last_buf; no
+ * Content-Length. With "trailer", the response announces trailers and
+ * sends "X-Trailer: done" after the body (chunked framing only).
+ */
+
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_http.h"
+
+
+typedef struct {
+    weir_int_t    pieces;
+    size_t        size;
+    weir_flag_t   trailer;
+} weir_test_stream_loc_conf_t;
+
+
+static void *weir_test_stream_create_loc_conf(weir_conf_t *cf);
+static char *weir_test_stream_merge_loc_conf(weir_conf_t *cf, void *parent,
+    void *child);
+static char *weir_test_stream(weir_conf_t *cf, weir_command_t *cmd,
+    void *conf);
+static weir_int_t weir_test_stream_handler(weir_http_request_t *r);
+
+
+static weir_command_t  weir_test_stream_commands[] = {
+
+    { weir_string("test_stream"),
+      WEIR_HTTP_LOC_CONF|WEIR_CONF_TAKE23,
+      weir_test_stream,
+      WEIR_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      weir_null_command
+};
+
+
+static weir_http_phase_decl_t  weir_test_stream_phases[] = {
+    { WEIR_HTTP_CONTENT_PHASE, 120, "test_stream",
+      weir_test_stream_handler },
+
+    { 0, 0, NULL, NULL }
+};
+
+
+static weir_http_module_t  weir_test_stream_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    NULL,                                  /* create main configuration */
+    NULL,                                  /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    weir_test_stream_create_loc_conf,      /* create location configuration */
+    weir_test_stream_merge_loc_conf,       /* merge location configuration */
+
+    weir_test_stream_phases,               /* phase handlers */
+    NULL,                                  /* header filters */
+    NULL,                                  /* body filters */
+    NULL                                   /* request body filters */
+};
+
+
+weir_module_t  weir_test_stream_module = {
+    WEIR_MODULE_V1,
+    &weir_test_stream_module_ctx,          /* module context */
+    weir_test_stream_commands,             /* module directives */
+    WEIR_HTTP_MODULE,                      /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    WEIR_MODULE_V1_PADDING
+};
+
+
+static void *
+weir_test_stream_create_loc_conf(weir_conf_t *cf)
+{
+    weir_test_stream_loc_conf_t  *conf;
+
+    conf = weir_pcalloc(cf->pool, sizeof(weir_test_stream_loc_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    conf->pieces = WEIR_CONF_UNSET;
+    conf->trailer = WEIR_CONF_UNSET;
+
+    return conf;
+}
+
+
+static char *
+weir_test_stream_merge_loc_conf(weir_conf_t *cf, void *parent, void *child)
+{
+    weir_test_stream_loc_conf_t  *prev = parent;
+    weir_test_stream_loc_conf_t  *conf = child;
+
+    (void) cf;
+
+    if (conf->pieces == WEIR_CONF_UNSET) {
+        conf->pieces = prev->pieces;
+        conf->size = prev->size;
+        conf->trailer = prev->trailer;
+    }
+
+    return WEIR_CONF_OK;
+}
+
+
+static char *
+weir_test_stream(weir_conf_t *cf, weir_command_t *cmd, void *conf)
+{
+    weir_test_stream_loc_conf_t  *tlcf = conf;
+
+    ssize_t      size;
+    weir_str_t  *value;
+
+    (void) cmd;
+
+    if (tlcf->pieces != WEIR_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    tlcf->pieces = weir_atoi(value[1].data, value[1].len);
+    size = weir_parse_size(&value[2]);
+
+    if (tlcf->pieces < 0 || size <= 0) {
+        return "invalid value";
+    }
+
+    tlcf->size = (size_t) size;
+    tlcf->trailer = 0;
+
+    if (cf->args->nelts == 4) {
+        if (!weir_str_eq_lit(&value[3], "trailer")) {
+            return "invalid value";
+        }
+
+        tlcf->trailer = 1;
+    }
+
+    return WEIR_CONF_OK;
+}
+
+
+static weir_int_t
+weir_test_stream_handler(weir_http_request_t *r)
+{
+    weir_int_t                    i, rc;
+    weir_buf_t                   *b;
+    weir_chain_t                  out;
+    weir_http_header_t           *h;
+    weir_test_stream_loc_conf_t  *tlcf;
+
+    tlcf = weir_http_get_module_loc_conf(r, weir_test_stream_module);
+
+    if (tlcf == NULL || tlcf->pieces == WEIR_CONF_UNSET) {
+        return WEIR_DECLINED;
+    }
+
+    if (weir_http_discard_request_body(r) != WEIR_OK) {
+        return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.status = WEIR_HTTP_OK;
+    r->headers_out.content_length_n = -1;
+    weir_str_set(&r->headers_out.content_type, "text/plain");
+
+    if (tlcf->trailer) {
+        r->expect_trailers = 1;
+
+        h = weir_list_push(&r->headers_out.trailers);
+        if (h == NULL) {
+            return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        weir_memzero(h, sizeof(weir_http_header_t));
+        h->hash = 1;
+        weir_str_set(&h->key, "X-Trailer");
+        weir_str_set(&h->value, "done");
+    }
+
+    rc = weir_http_send_header(r);
+
+    if (rc == WEIR_ERROR || rc > WEIR_OK || r->header_only) {
+        return rc;
+    }
+
+    if (tlcf->pieces == 0) {
+        b = weir_calloc_buf(r->pool);
+        if (b == NULL) {
+            return WEIR_ERROR;
+        }
+
+        b->last_buf = 1;
+        out.buf = b;
+        out.next = NULL;
+
+        return weir_http_output_filter(r, &out);
+    }
+
+    rc = WEIR_OK;
+
+    for (i = 0; i < tlcf->pieces; i++) {
+        b = weir_create_temp_buf(r->pool, tlcf->size);
+        if (b == NULL) {
+            return WEIR_ERROR;
+        }
+
+        weir_memset(b->pos, 'a' + i % 26, tlcf->size);
+        b->last = b->pos + tlcf->size;
+        b->flush = 1;
+        b->last_buf = (i == tlcf->pieces - 1) ? 1 : 0;
+
+        out.buf = b;
+        out.next = NULL;
+
+        rc = weir_http_output_filter(r, &out);
+
+        if (rc == WEIR_ERROR) {
+            return rc;
+        }
+    }
+
+    return rc;
+}
