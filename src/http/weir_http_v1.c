@@ -323,6 +323,21 @@ weir_http_v1_free_header_bufs(weir_connection_t *c,
  * back when nothing arrived.
  */
 
+/* are request bytes waiting, in our buffer or in the socket? */
+
+static weir_uint_t
+weir_http_v1_input_pending(weir_connection_t *c)
+{
+    char  ch;
+
+    if (c->buffer && c->buffer->pos < c->buffer->last) {
+        return 1;
+    }
+
+    return recv(c->fd, &ch, 1, MSG_PEEK) > 0;
+}
+
+
 void
 weir_http_v1_wait_request_handler(weir_event_t *rev)
 {
@@ -344,8 +359,28 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
     }
 
     if (c->close) {
-        weir_http_close_connection(c);
-        return;
+
+        /*
+         * The worker is shutting down (weir_close_idle_connections). A
+         * request that has already arrived is still served, and so is the
+         * first one of a connection accepted just before the listening
+         * sockets closed: its client had no chance to send it yet, and
+         * client_header_timeout or worker_shutdown_timeout bound the
+         * wait. A keep-alive connection with nothing to read is closed:
+         * its client retries on a new connection, as with any server.
+         */
+
+        if (!weir_http_v1_input_pending(c)) {
+            if (c->requests > 0) {
+                weir_http_close_connection(c);
+                return;
+            }
+
+            c->close = 0;
+            return;
+        }
+
+        c->close = 0;
     }
 
     cscf = weir_http_v1_default_srv_conf(c);
@@ -1007,13 +1042,14 @@ weir_http_v1_process_request(weir_http_request_t *r)
 
     c = r->connection;
 
-    if (r->headers_in.server.len) {
-        rc = weir_http_set_virtual_server(r, &r->headers_in.server);
+    /* without Host (HTTP/1.0) the lookup is for the empty name, so that
+     * server_name "" picks such requests, as in nginx */
 
-        if (rc == WEIR_ERROR) {
-            weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
-            return;
-        }
+    rc = weir_http_set_virtual_server(r, &r->headers_in.server);
+
+    if (rc == WEIR_ERROR) {
+        weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+        return;
     }
 
     if (c->read->timer_set) {
