@@ -90,6 +90,8 @@ weir_int_t weir_http_special_response_handler(weir_http_request_t *r,
     weir_int_t status);
 weir_int_t weir_http_filter_finalize_request(weir_http_request_t *r,
     weir_module_t *m, weir_int_t error);
+/* the reason phrase of a status code, NULL when weir knows none */
+const char *weir_http_status_reason(weir_uint_t status);
 /* sends status with body text (return directive and friends) */
 weir_int_t weir_http_send_response(weir_http_request_t *r,
     weir_uint_t status, weir_str_t *content_type, weir_str_t *body);

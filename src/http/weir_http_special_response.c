@@ -35,13 +35,26 @@ static weir_int_t weir_http_send_memory_body(weir_http_request_t *r,
     }
 
 
+/* reason phrases (RFC 9110): the HTTP/1 status line and the built-in
+ * error pages share them */
+
 static weir_http_status_text_t  weir_http_status_texts[] = {
+    { 100, "Continue" },
+    { 101, "Switching Protocols" },
+    { 200, "OK" },
+    { 201, "Created" },
+    { 202, "Accepted" },
+    { 203, "Non-Authoritative Information" },
+    { 204, "No Content" },
+    { 205, "Reset Content" },
+    { 206, "Partial Content" },
+    { 300, "Multiple Choices" },
     { 301, "Moved Permanently" },
     { 302, "Found" },
     { 303, "See Other" },
+    { 304, "Not Modified" },
     { 307, "Temporary Redirect" },
     { 308, "Permanent Redirect" },
-
     { 400, "Bad Request" },
     { 401, "Unauthorized" },
     { 402, "Payment Required" },
@@ -61,9 +74,9 @@ static weir_http_status_text_t  weir_http_status_texts[] = {
     { 417, "Expectation Failed" },
     { 421, "Misdirected Request" },
     { 422, "Unprocessable Content" },
+    { 426, "Upgrade Required" },
     { 429, "Too Many Requests" },
     { 431, "Request Header Fields Too Large" },
-
     { 500, "Internal Server Error" },
     { 501, "Not Implemented" },
     { 502, "Bad Gateway" },
@@ -71,12 +84,11 @@ static weir_http_status_text_t  weir_http_status_texts[] = {
     { 504, "Gateway Timeout" },
     { 505, "HTTP Version Not Supported" },
     { 507, "Insufficient Storage" },
-
     { 0, NULL }
 };
 
 
-static const char *
+const char *
 weir_http_status_reason(weir_uint_t status)
 {
     weir_http_status_text_t  *t;

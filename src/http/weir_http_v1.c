@@ -88,77 +88,6 @@ weir_http_proto_t  weir_http_v1_proto = {
 };
 
 
-/* status line reasons (RFC 9110) */
-typedef struct {
-    weir_uint_t   status;
-    const char   *reason;
-} weir_http_v1_reason_t;
-
-static weir_http_v1_reason_t  weir_http_v1_reasons[] = {
-    { 100, "Continue" },
-    { 101, "Switching Protocols" },
-    { 200, "OK" },
-    { 201, "Created" },
-    { 202, "Accepted" },
-    { 203, "Non-Authoritative Information" },
-    { 204, "No Content" },
-    { 205, "Reset Content" },
-    { 206, "Partial Content" },
-    { 300, "Multiple Choices" },
-    { 301, "Moved Permanently" },
-    { 302, "Found" },
-    { 303, "See Other" },
-    { 304, "Not Modified" },
-    { 307, "Temporary Redirect" },
-    { 308, "Permanent Redirect" },
-    { 400, "Bad Request" },
-    { 401, "Unauthorized" },
-    { 402, "Payment Required" },
-    { 403, "Forbidden" },
-    { 404, "Not Found" },
-    { 405, "Method Not Allowed" },
-    { 406, "Not Acceptable" },
-    { 408, "Request Timeout" },
-    { 409, "Conflict" },
-    { 410, "Gone" },
-    { 411, "Length Required" },
-    { 412, "Precondition Failed" },
-    { 413, "Content Too Large" },
-    { 414, "URI Too Long" },
-    { 415, "Unsupported Media Type" },
-    { 416, "Range Not Satisfiable" },
-    { 417, "Expectation Failed" },
-    { 421, "Misdirected Request" },
-    { 422, "Unprocessable Content" },
-    { 426, "Upgrade Required" },
-    { 429, "Too Many Requests" },
-    { 431, "Request Header Fields Too Large" },
-    { 500, "Internal Server Error" },
-    { 501, "Not Implemented" },
-    { 502, "Bad Gateway" },
-    { 503, "Service Unavailable" },
-    { 504, "Gateway Timeout" },
-    { 505, "HTTP Version Not Supported" },
-    { 507, "Insufficient Storage" },
-    { 0, NULL }
-};
-
-
-static const char *
-weir_http_v1_reason(weir_uint_t status)
-{
-    weir_http_v1_reason_t  *rs;
-
-    for (rs = weir_http_v1_reasons; rs->status; rs++) {
-        if (rs->status == status) {
-            return rs->reason;
-        }
-    }
-
-    return NULL;
-}
-
-
 static weir_http_core_srv_conf_t *
 weir_http_v1_default_srv_conf(weir_connection_t *c)
 {
@@ -1180,7 +1109,7 @@ weir_http_v1_send_header(weir_http_request_t *r)
     reason = NULL;
 
     if (r->headers_out.status_line.len == 0) {
-        reason = weir_http_v1_reason(status);
+        reason = weir_http_status_reason(status);
     }
 
     switch (clcf->server_tokens) {
