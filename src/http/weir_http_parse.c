@@ -1075,7 +1075,10 @@ enum {
  * In the data state WEIR_OK is returned with ctx->size > 0 and at least
  * one data byte at b->pos: the caller takes min(ctx->size, b->last -
  * b->pos) bytes, subtracts them from ctx->size, advances b->pos and
- * calls again. Trailer fields are checked and dropped.
+ * calls again. Each trailer field line ends with WEIR_HTTP_PARSE_TRAILER
+ * and its name and value as offsets in the line (weir_http_parse.h):
+ * offsets, because a line may arrive in several buffers that the caller
+ * has to put together anyway.
  */
 weir_int_t
 weir_http_parse_chunked(weir_http_request_t *r, weir_buf_t *b,
@@ -1091,6 +1094,10 @@ weir_http_parse_chunked(weir_http_request_t *r, weir_buf_t *b,
 
     state = ctx->state;
     p = b->pos;
+
+    /* a trailer line begun in an earlier buffer goes on at b->pos */
+    ctx->trailer_start = (state >= sw_ch_trailer_name
+                          && state <= sw_ch_trailer_lf) ? p : NULL;
 
     if (state == sw_ch_done) {
         return WEIR_DONE;
@@ -1328,6 +1335,10 @@ weir_http_parse_chunked(weir_http_request_t *r, weir_buf_t *b,
                 goto invalid;
             }
 
+            /* the byte at offset k of the line makes trailer_len
+             * trailer_line + k + 1 */
+            ctx->trailer_start = p;
+            ctx->trailer_line = ctx->trailer_len - 1;
             state = sw_ch_trailer_name;
             break;
 
@@ -1340,12 +1351,25 @@ weir_http_parse_chunked(weir_http_request_t *r, weir_buf_t *b,
                 goto invalid;
             }
 
+            ctx->trailer_name_len = ctx->trailer_len - ctx->trailer_line - 1;
+            ctx->trailer_value_start = ctx->trailer_name_len + 1;
+            ctx->trailer_value_end = ctx->trailer_value_start;
             state = sw_ch_trailer_value;
             break;
 
         case sw_ch_trailer_value:
-            if (weir_http_is(c, WEIR_HTTP_C_VALUE) || c == ' ' || c == '\t')
-            {
+            if (weir_http_is(c, WEIR_HTTP_C_VALUE)) {
+                ctx->trailer_value_end = ctx->trailer_len - ctx->trailer_line;
+                break;
+            }
+
+            if (c == ' ' || c == '\t') {
+                if (ctx->trailer_value_end == ctx->trailer_value_start) {
+                    /* leading whitespace is not part of the value */
+                    ctx->trailer_value_start++;
+                    ctx->trailer_value_end++;
+                }
+
                 break;
             }
 
@@ -1361,8 +1385,11 @@ weir_http_parse_chunked(weir_http_request_t *r, weir_buf_t *b,
                 goto invalid;
             }
 
+            /* one field per return: the caller takes it now */
             state = sw_ch_trailer_start;
-            break;
+            p++;
+            rc = WEIR_HTTP_PARSE_TRAILER;
+            goto done;
 
         case sw_ch_final_lf:
             if (c != '\n') {
@@ -1483,8 +1510,10 @@ weir_http_chunked_min_length(weir_http_chunked_t *ctx)
         return 2;
 
     case sw_ch_trailer_name:
+        return 5;                               /* : CR LF CR LF */
+
     case sw_ch_trailer_value:
-        return 3;
+        return 4;
 
     case sw_ch_trailer_lf:
         return 3;

@@ -28,7 +28,20 @@ weir_int_t weir_http_parse_complex_uri(weir_http_request_t *r,
  * WEIR_DONE after the last chunk and the trailer section, WEIR_AGAIN when
  * more input is needed, WEIR_ERROR on any malformed size, extension,
  * line ending or trailer.
+ *
+ * Trailer fields (added by the trailers helper): WEIR_HTTP_PARSE_TRAILER
+ * when a trailer field line has ended, b->pos just past its LF; the
+ * caller takes the field and calls again. A line may span calls: after
+ * any return with ctx->trailer_start set, [ctx->trailer_start, b->pos) is
+ * the next piece of the current line (on WEIR_AGAIN a part of it, on
+ * WEIR_HTTP_PARSE_TRAILER its end, CRLF included). With the pieces put
+ * together, the name is the first ctx->trailer_name_len bytes and the
+ * value (without the surrounding whitespace) is [trailer_value_start,
+ * trailer_value_end). A caller that does not keep trailers just calls
+ * again.
  */
+#define WEIR_HTTP_PARSE_TRAILER  2
+
 weir_int_t weir_http_parse_chunked(weir_http_request_t *r, weir_buf_t *b,
     weir_http_chunked_t *ctx);
 

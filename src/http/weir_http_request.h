@@ -458,6 +458,15 @@ struct weir_http_chunked_s {
      * trailer section bytes (both capped by weir_http_parse_chunked) */
     weir_uint_t                  digits;
     weir_uint_t                  trailer_len;
+    /* added by the trailers helper: the trailer field line being parsed
+     * (weir_http_parse.h). trailer_start is where its bytes begin in the
+     * buffer of the last call, NULL when that call saw none of them; the
+     * offsets count from the line's first byte, across calls */
+    unsigned char               *trailer_start;
+    weir_uint_t                  trailer_line;  /* trailer_len before it */
+    weir_uint_t                  trailer_name_len;
+    weir_uint_t                  trailer_value_start;
+    weir_uint_t                  trailer_value_end;
 };
 
 #endif /* _WEIR_HTTP_REQUEST_H_INCLUDED_ */

@@ -39,6 +39,9 @@ typedef struct {
                                                    consumer */
     unsigned                     chunk_data:1;  /* the parser's last word
                                                    was WEIR_OK: in data */
+    weir_buf_t                  *trailer;   /* chunked: trailer lines put
+                                               together; [pos, last) is
+                                               the unfinished one */
 } weir_http_body_reader_t;
 
 
@@ -47,6 +50,10 @@ static void weir_http_body_stop(weir_http_request_t *r);
 static weir_int_t weir_http_body_process(weir_http_request_t *r);
 static weir_int_t weir_http_body_decode(weir_http_request_t *r,
     weir_http_body_reader_t *st, weir_buf_t *src);
+static weir_int_t weir_http_body_trailer(weir_http_request_t *r,
+    weir_http_body_reader_t *st, weir_buf_t *src, weir_uint_t end);
+static weir_int_t weir_http_body_trailer_field(weir_http_request_t *r,
+    unsigned char *line);
 static weir_int_t weir_http_body_deliver(weir_http_request_t *r,
     weir_http_body_reader_t *st, weir_uint_t last);
 static weir_int_t weir_http_body_reuse_out(weir_http_request_t *r,
@@ -687,12 +694,21 @@ weir_http_body_decode(weir_http_request_t *r, weir_http_body_reader_t *st,
             rb->received += n;
             continue;
 
+        case WEIR_HTTP_PARSE_TRAILER:
+            rc = weir_http_body_trailer(r, st, src, 1);
+            if (rc != WEIR_OK) {
+                return rc;
+            }
+
+            continue;
+
         case WEIR_DONE:
             rb->rest = 0;
             return WEIR_DONE;
 
         case WEIR_AGAIN:
-            return WEIR_OK;
+            /* src is used up: keep the part of a trailer line it had */
+            return weir_http_body_trailer(r, st, src, 0);
 
         default:
             weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
@@ -700,6 +716,133 @@ weir_http_body_decode(weir_http_request_t *r, weir_http_body_reader_t *st,
             return WEIR_HTTP_BAD_REQUEST;
         }
     }
+}
+
+
+/*
+ * Takes the piece of a trailer field line that the parser's last call
+ * saw, and the field once the line ends (end). A line wholly in
+ * r->header_in stays there: that buffer lives as long as the request
+ * head, which points into it too. A line in st->raw, which the next read
+ * overwrites, or one split between reads, is put together in
+ * st->trailer in r->pool. WEIR_OK or an HTTP status.
+ */
+
+static weir_int_t
+weir_http_body_trailer(weir_http_request_t *r, weir_http_body_reader_t *st,
+    weir_buf_t *src, weir_uint_t end)
+{
+    size_t                n, len, size;
+    weir_buf_t           *tb, *nb;
+    unsigned char        *line;
+    weir_http_chunked_t  *ctx;
+
+    ctx = r->request_body->chunked;
+
+    if (ctx->trailer_start == NULL) {
+        return WEIR_OK;
+    }
+
+    n = src->pos - ctx->trailer_start;
+    tb = st->trailer;
+    len = tb ? (size_t) (tb->last - tb->pos) : 0;
+
+    if (end && len == 0 && src == r->header_in) {
+        return weir_http_body_trailer_field(r, ctx->trailer_start);
+    }
+
+    if (tb == NULL || (size_t) (tb->end - tb->last) < n) {
+        /* the fields taken keep pointing into the old block: only the
+         * unfinished line moves; the parser caps the whole section */
+        size = 2 * (len + n);
+        if (size < 256) {
+            size = 256;
+        }
+
+        nb = weir_create_temp_buf(r->pool, size);
+        if (nb == NULL) {
+            return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (len) {
+            nb->last = weir_cpymem(nb->last, tb->pos, len);
+        }
+
+        st->trailer = nb;
+        tb = nb;
+    }
+
+    tb->last = weir_cpymem(tb->last, ctx->trailer_start, n);
+
+    if (!end) {
+        return WEIR_OK;
+    }
+
+    line = tb->pos;
+    tb->pos = tb->last;
+
+    return weir_http_body_trailer_field(r, line);
+}
+
+
+/*
+ * Adds the trailer field of a whole line to r->headers_in.trailers. The
+ * fields are kept apart from the header section and never merged into
+ * it (RFC 9110 6.5.1); those that frame, route or manage the connection
+ * (Content-Length, Host and the hop-by-hop ones such as
+ * Transfer-Encoding) are dropped, so that nothing downstream, a proxy
+ * forwarding trailers included, can take them for the real ones.
+ */
+
+static weir_int_t
+weir_http_body_trailer_field(weir_http_request_t *r, unsigned char *line)
+{
+    size_t                len;
+    weir_uint_t           hash, token;
+    unsigned char        *lowcase;
+    weir_http_header_t   *h;
+    weir_http_chunked_t  *ctx;
+
+    ctx = r->request_body->chunked;
+    len = ctx->trailer_name_len;
+
+    lowcase = weir_pnalloc(r->pool, len);
+    if (lowcase == NULL) {
+        return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    hash = weir_hash_strlow(lowcase, line, len);
+    token = weir_http_header_token(lowcase, len, hash);
+
+    if (token == WEIR_HTTP_HDR_CONTENT_LENGTH || token == WEIR_HTTP_HDR_HOST
+        || (weir_http_header_defs[token].flags & WEIR_HTTP_HDR_F_HOP_BY_HOP))
+    {
+        weir_log_error(WEIR_LOG_INFO, r->connection->log, 0,
+                       "client sent \"%.*s\" trailer field, ignored",
+                       (int) len, (const char *) line);
+        return WEIR_OK;
+    }
+
+    h = weir_list_push(&r->headers_in.trailers);
+    if (h == NULL) {
+        return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* 0 marks a deleted field */
+    h->hash = hash ? hash : 1;
+    h->token = token;
+    h->key.data = line;
+    h->key.len = len;
+    h->value.data = line + ctx->trailer_value_start;
+    h->value.len = ctx->trailer_value_end - ctx->trailer_value_start;
+    h->lowcase_key = lowcase;
+    h->next = NULL;
+
+    weir_log_debug(r->connection->log, 0, "http trailer: \"%.*s: %.*s\"",
+                   (int) h->key.len, (const char *) h->key.data,
+                   (int) h->value.len, (const char *) h->value.data);
+
+    return WEIR_OK;
 }
 
 
@@ -1429,6 +1572,11 @@ weir_http_body_skip(weir_http_request_t *r, weir_buf_t *b)
 
             b->pos += n;
             ctx->size -= n;
+            continue;
+        }
+
+        if (rc == WEIR_HTTP_PARSE_TRAILER) {
+            /* a discarded body's trailers are not kept either */
             continue;
         }
 

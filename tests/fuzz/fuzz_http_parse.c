@@ -12,7 +12,8 @@
  * line, the complex URI normalizer into a buffer of exactly the size the
  * caller allocates, then the bytes after the head as a chunked body, in
  * separate exactly sized heap pieces (a read past b->last is an
- * AddressSanitizer report). Every loop is bounded by the input size, so
+ * AddressSanitizer report), whose trailer line pieces and offsets must
+ * stay inside what was consumed. Every loop is bounded by the input size, so
  * a parser that stops making progress shows as an abort, not a hang.
  */
 
@@ -191,7 +192,7 @@ weir_fuzz_head(weir_pool_t *pool, const uint8_t *data, size_t size,
 static void
 weir_fuzz_chunked(const uint8_t *data, size_t size, size_t split)
 {
-    size_t                off, plen, take;
+    size_t                off, plen, take, llen;
     weir_int_t            rc;
     weir_uint_t           loops;
     unsigned char        *piece;
@@ -201,6 +202,7 @@ weir_fuzz_chunked(const uint8_t *data, size_t size, size_t split)
     weir_memzero(&ctx, sizeof(weir_http_chunked_t));
 
     off = 0;
+    llen = 0;
 
     while (off < size) {
         plen = (off == 0 && split) ? split : size - off;
@@ -225,6 +227,30 @@ weir_fuzz_chunked(const uint8_t *data, size_t size, size_t split)
 
             if (b.pos < piece || b.pos > b.last) {
                 abort();
+            }
+
+            /* a trailer line's pieces lie in what was consumed */
+            if (ctx.trailer_start) {
+                if (ctx.trailer_start < piece || ctx.trailer_start > b.pos) {
+                    abort();
+                }
+
+                llen += b.pos - ctx.trailer_start;
+            }
+
+            if (rc == WEIR_HTTP_PARSE_TRAILER) {
+                /* the offsets lie in the line put together, before its
+                 * CRLF */
+                if (ctx.trailer_name_len == 0
+                    || ctx.trailer_name_len >= ctx.trailer_value_start
+                    || ctx.trailer_value_start > ctx.trailer_value_end
+                    || ctx.trailer_value_end + 2 > llen)
+                {
+                    abort();
+                }
+
+                llen = 0;
+                continue;
             }
 
             if (rc != WEIR_OK) {

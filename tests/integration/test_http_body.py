@@ -1,7 +1,9 @@
 """Request bodies: Content-Length and chunked bodies split at every byte
 boundary, bodies spilled to a temporary file, streamed (unbuffered)
 bodies, client_max_body_size (413), client_body_timeout (408),
-"Expect: 100-continue", and bodies discarded on keep-alive connections.
+"Expect: 100-continue", bodies discarded on keep-alive connections, and
+the trailer fields of chunked bodies (r->headers_in.trailers, echoed by
+the body module as "X-Trailer-<name>" and counted in "X-Trailers").
 
 The body consumer is tests/modules/weir_test_body_module (test_echo_body
 echoes the body it read); `make test` builds it, and a test that needs it
@@ -678,3 +680,225 @@ def test_discard_gives_up_on_a_silent_client(weir):
         assert time.monotonic() - t0 < DEADLINE
     finally:
         s.close()
+
+
+# ---- trailer fields of chunked bodies
+
+
+TRAILER_HEAD = (b"POST %s HTTP/1.1\r\nHost: t\r\n"
+                b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+
+
+def trailers_of(hdrs):
+    """The echoed trailer fields: {lowercased name: value}."""
+    return {k[len("x-trailer-"):]: v for k, v in hdrs.items()
+            if k.startswith("x-trailer-")}
+
+
+@needs_body_module
+@pytest.mark.parametrize("path", ["/echo", "/stream"])
+def test_trailers_arrive_intact(weir, path):
+    port = weir.port()
+    body_conf(weir, port)
+    start(weir, port)
+
+    req = (TRAILER_HEAD % path.encode()
+           + b"5\r\nhello\r\n0\r\n"
+           b"X-Checksum: sha256=abc\r\n"
+           b"X-Empty:\r\n"
+           b"x-ows:\t  two  words \t\r\n\r\n")
+    s = open_conn(port)
+    try:
+        s.sendall(req)
+        status, hdrs, data = Reader(s).response()
+    finally:
+        s.close()
+    assert status == 200
+    assert data == b"hello"
+    assert hdrs["x-trailers"] == "3"
+    assert trailers_of(hdrs) == {"x-checksum": "sha256=abc", "x-empty": "",
+                                 "x-ows": "two  words"}
+
+
+@needs_body_module
+@pytest.mark.parametrize("path", ["/echo", "/stream"])
+def test_trailers_split_at_every_byte(weir, path):
+    """Wherever the request is cut (the first part lands in the header
+    buffer, the rest comes in reads of a few bytes), the same fields."""
+    port = weir.port()
+    body_conf(weir, port)
+    start(weir, port)
+
+    head = TRAILER_HEAD % path.encode()
+    body = (b"3\r\nabc\r\n0\r\nX-A: 1\r\nX-Long-Name: v a l\r\n"
+            b"X-C:c\r\n\r\n")
+    want = {"x-a": "1", "x-long-name": "v a l", "x-c": "c"}
+    req = head + body
+    for at in range(len(head) - 1, len(req)):
+        status, hdrs, data = send_split(port, req, at)
+        assert status == 200, at
+        assert data == b"abc", at
+        assert hdrs["x-trailers"] == "3", at
+        assert trailers_of(hdrs) == want, at
+
+
+@needs_body_module
+def test_trailers_one_byte_at_a_time(weir):
+    port = weir.port()
+    body_conf(weir, port)
+    start(weir, port)
+
+    req = (TRAILER_HEAD % b"/echo"
+           + b"2\r\nab\r\n0\r\nX-One: first\r\nX-Two: second\r\n\r\n")
+    s = open_conn(port)
+    try:
+        for i in range(len(req)):
+            s.sendall(req[i:i + 1])
+            time.sleep(0.001)  # pacing the client
+        status, hdrs, data = Reader(s).response()
+    finally:
+        s.close()
+    assert status == 200
+    assert data == b"ab"
+    assert trailers_of(hdrs) == {"x-one": "first", "x-two": "second"}
+
+
+@needs_body_module
+def test_trailers_with_a_pipelined_request(weir):
+    """Fields that stay in the header buffer (not copied) still read right
+    while the next request waits behind them."""
+    port = weir.port()
+    body_conf(weir, port)
+    start(weir, port)
+
+    s = open_conn(port)
+    try:
+        r = Reader(s)
+        s.sendall(b"POST /echo HTTP/1.1\r\nHost: t\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n"
+                  b"3\r\none\r\n0\r\nX-T: 1\r\n\r\n"
+                  b"POST /echo HTTP/1.1\r\nHost: t\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n"
+                  b"3\r\ntwo\r\n0\r\nX-U: 2\r\n\r\n"
+                  b"GET /ret HTTP/1.1\r\nHost: t\r\n\r\n")
+        status, hdrs, data = r.response()
+        assert (status, data) == (200, b"one")
+        assert trailers_of(hdrs) == {"x-t": "1"}
+        status, hdrs, data = r.response()
+        assert (status, data) == (200, b"two")
+        assert trailers_of(hdrs) == {"x-u": "2"}
+        status, _, data = r.response()
+        assert (status, data) == (200, b"ret\n")
+    finally:
+        s.close()
+
+
+@needs_body_module
+@pytest.mark.parametrize("split", [False, True])
+def test_trailer_limits(weir, split):
+    """64 fields and 8 KiB of field lines (CRLF included) at most; one
+    more is 400 and the connection closes. split: the trailers come in
+    reads of their own instead of with the head."""
+    port = weir.port()
+    body_conf(weir, port)
+    start(weir, port)
+    weir.allow.append("client sent invalid chunked body")
+
+    def send(trailers):
+        head = TRAILER_HEAD % b"/echo" + b"1\r\nx\r\n0\r\n"
+        s = open_conn(port)
+        try:
+            if split:
+                s.sendall(head)
+                time.sleep(0.005)  # pacing the client
+            s.sendall((b"" if split else head) + trailers + b"\r\n")
+            r = Reader(s)
+            status, hdrs, _ = r.response()
+            return status, hdrs, status != 200 and r.closed()
+        finally:
+            s.close()
+
+    many = b"".join(b"X-F%d: %d\r\n" % (i, i) for i in range(64))
+    status, hdrs, _ = send(many)
+    assert status == 200
+    assert hdrs["x-trailers"] == "64"
+    assert trailers_of(hdrs)["x-f63"] == "63"
+
+    status, _, closed = send(many + b"X-More: 1\r\n")
+    assert status == 400 and closed
+
+    # "X-Big: " + value + CRLF is 8192 bytes
+    big = b"X-Big: " + b"v" * (8192 - 9) + b"\r\n"
+    status, hdrs, _ = send(big)
+    assert status == 200
+    assert trailers_of(hdrs)["x-big"] == "v" * (8192 - 9)
+
+    status, _, closed = send(b"X-Big: " + b"v" * (8192 - 8) + b"\r\n")
+    assert status == 400 and closed
+
+
+@needs_body_module
+@pytest.mark.parametrize("bad", [b"X-A : b\r\n", b"X-A: b\r\n c\r\n",
+                                 b"X-A: b\x00\r\n", b"X-A: b\n",
+                                 b": b\r\n", b"X-A b\r\n"])
+def test_invalid_trailer_is_400(weir, bad):
+    port = weir.port()
+    body_conf(weir, port)
+    start(weir, port)
+    weir.allow.append("client sent invalid chunked body")
+
+    s = open_conn(port)
+    try:
+        s.sendall(TRAILER_HEAD % b"/echo" + b"1\r\nx\r\n0\r\n" + bad
+                  + b"\r\n")
+        r = Reader(s)
+        status, _, _ = r.response()
+        assert status == 400
+        assert r.closed()
+    finally:
+        s.close()
+
+
+@needs_body_module
+@pytest.mark.parametrize("path", ["/echo", "/stream"])
+def test_framing_trailers_are_dropped(weir, path):
+    """Trailer fields that frame, route or manage the connection are
+    dropped (docs/http/bodies.md): they change neither the body, nor the
+    next request on the connection, nor the server or $host."""
+    port = weir.port()
+    body_conf(weir, port, server=(
+        "        location /host { add_header X-Host $host;"
+        " test_echo_body; }\n"))
+    start(weir, port)
+
+    s = open_conn(port)
+    try:
+        r = Reader(s)
+        s.sendall(b"POST %s HTTP/1.1\r\nHost: t\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n"
+                  b"5\r\nhello\r\n0\r\n"
+                  b"Content-Length: 1\r\n"
+                  b"Transfer-Encoding: chunked\r\n"
+                  b"Host: evil\r\n"
+                  b"Connection: close\r\n"
+                  b"Trailer: X-Kept\r\n"
+                  b"X-Kept: yes\r\n\r\n" % path.encode()
+                  + b"POST /host HTTP/1.1\r\nHost: good\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n"
+                  b"2\r\nhi\r\n0\r\nHost: evil\r\n\r\n"
+                  b"GET /ret HTTP/1.1\r\nHost: t\r\n\r\n")
+        status, hdrs, data = r.response()
+        assert (status, data) == (200, b"hello")
+        assert trailers_of(hdrs) == {"x-kept": "yes"}
+        assert hdrs["x-trailers"] == "1"
+        assert hdrs.get("connection") != "close"
+        status, hdrs, data = r.response()
+        assert (status, data) == (200, b"hi")
+        assert hdrs["x-trailers"] == "0"
+        assert hdrs["x-host"] == "good"
+        status, _, data = r.response()
+        assert (status, data) == (200, b"ret\n")
+    finally:
+        s.close()
+    assert 'client sent "Content-Length" trailer field, ignored' in weir.log()
+    assert 'client sent "Host" trailer field, ignored' in weir.log()

@@ -602,14 +602,15 @@ static chunked_case_t  chunked_cases[] = {
     C("1;a=\"b\" ;c\r\nx\r\n0\r\n\r\n", "x|DONE"),
     C("2\r\n\r\n\r\n0\r\n\r\n", "\r\n|DONE"),
     C("1\r\n\x00\r\n0\r\n\r\n", "\\0|DONE"),
-    C("0\r\nX-Sum: 1\r\n\r\n", "|DONE"),
-    C("2\r\nab\r\n0\r\nA: 1\r\nB:\r\nC:  x y \r\n\r\n", "ab|DONE"),
+    C("0\r\nX-Sum: 1\r\n\r\n", "[X-Sum=1]|DONE"),
+    C("2\r\nab\r\n0\r\nA: 1\r\nB:\r\nC:  x y \r\n\r\n",
+      "ab[A=1][B=][C=x y]|DONE"),
 
     /* incomplete */
     C("5\r\nhel", "hel|AGAIN"),
     C("5\r\nhello\r\n", "hello|AGAIN"),
     C("0\r\n", "|AGAIN"),
-    C("0\r\nA: b\r\n", "|AGAIN"),
+    C("0\r\nA: b\r\n", "[A=b]|AGAIN"),
 
     /* sizes */
     C("\r\n", "|ERROR"),
@@ -654,10 +655,20 @@ static chunked_case_t  chunked_cases[] = {
     C("1\r\na\r\n0\r\n\rx", "a|ERROR"),
     C("1\r\na\r\n\r\n", "a|ERROR"),
 
-    /* trailers */
+    /* trailers: each field, its value without the surrounding OWS */
+    C("0\r\nA:b\r\n\r\n", "[A=b]|DONE"),
+    C("0\r\nX-Checksum:\t \tab  c\t \r\n\r\n", "[X-Checksum=ab  c]|DONE"),
+    C("0\r\nA: \r\nB:\t\r\n\r\n", "[A=][B=]|DONE"),
+    C("0\r\nA: \x80\xff\r\n\r\n", "[A=\x80\xff]|DONE"),
+    C("0\r\nA: 1\r\nA: 2\r\nb-c!#$%&'*+.^_`|~9: x:y\r\n\r\nGET",
+      "[A=1][A=2][b-c!#$%&'*+.^_`|~9=x:y]|DONE +3"),
+    C("0\r\nContent-Length: 5\r\nHost: a\r\n\r\n",
+      "[Content-Length=5][Host=a]|DONE"),
+    C("0\r\nA: b\r\nC", "[A=b]|AGAIN"),
+    C("0\r\nA: b\r\nC : d\r\n\r\n", "[A=b]|ERROR"),
     C("0\r\nA : b\r\n\r\n", "|ERROR"),
     C("0\r\n: b\r\n\r\n", "|ERROR"),
-    C("0\r\nA: b\r\n c\r\n\r\n", "|ERROR"),
+    C("0\r\nA: b\r\n c\r\n\r\n", "[A=b]|ERROR"),     /* obs-fold */
     C("0\r\nA: b\x00\r\n\r\n", "|ERROR"),
     C("0\r\nA: b\rc\r\n\r\n", "|ERROR"),
     C("0\r\nA: b\n\r\n", "|ERROR"),
@@ -665,11 +676,17 @@ static chunked_case_t  chunked_cases[] = {
 };
 
 
+static void trace_trailer(trace_t *t, weir_http_chunked_t *ctx,
+    unsigned char *line, size_t len);
+
+
 /*
  * Feeds the body in separate, exactly sized heap buffers: piece one is
  * in[0 .. split), then pieces of step bytes (step 0: the rest at once).
  * The caller's side of the contract is played here: take what WEIR_OK
- * offers and lower ctx->size.
+ * offers and lower ctx->size, and put each trailer line together from
+ * the pieces the parser points at (traced as "[name=value]", a value
+ * longer than 32 bytes as "[name=#length]").
  */
 static void
 parse_chunked_body(const char *in, size_t n, size_t split, size_t step,
@@ -682,9 +699,11 @@ parse_chunked_body(const char *in, size_t n, size_t split, size_t step,
     weir_buf_t            b;
     weir_http_chunked_t   ctx;
     off_t                 needed[512];
-    size_t                at[512], nneeded, i;
+    size_t                at[512], nneeded, i, llen;
+    unsigned char         line[9000];
 
     t->len = 0;
+    llen = 0;
     t->buf[0] = '\0';
     weir_memzero(&ctx, sizeof(weir_http_chunked_t));
 
@@ -717,6 +736,25 @@ parse_chunked_body(const char *in, size_t n, size_t split, size_t step,
 
         for (loops = 0; loops < 2 * plen + 4; loops++) {
             rc = weir_http_parse_chunked(NULL, &b, &ctx);
+
+            if (ctx.trailer_start) {
+                if (ctx.trailer_start < piece || ctx.trailer_start > b.pos
+                    || llen + (b.pos - ctx.trailer_start) > sizeof(line))
+                {
+                    trace_add(t, "BADTRAILER");
+                    break;
+                }
+
+                memcpy(line + llen, ctx.trailer_start,
+                       b.pos - ctx.trailer_start);
+                llen += b.pos - ctx.trailer_start;
+            }
+
+            if (rc == WEIR_HTTP_PARSE_TRAILER) {
+                trace_trailer(t, &ctx, line, llen);
+                llen = 0;
+                continue;
+            }
 
             if (rc != WEIR_OK) {
                 break;
@@ -796,6 +834,37 @@ parse_chunked_body(const char *in, size_t n, size_t split, size_t step,
     } else {
         trace_add(t, "|RC%ld", (long) rc);
     }
+}
+
+
+static void
+trace_trailer(trace_t *t, weir_http_chunked_t *ctx, unsigned char *line,
+    size_t len)
+{
+    size_t  vlen;
+
+    /* the offsets must lie in the line, before its CRLF */
+    if (len < 4 || line[len - 2] != '\r' || line[len - 1] != '\n'
+        || ctx->trailer_name_len == 0
+        || ctx->trailer_name_len >= ctx->trailer_value_start
+        || ctx->trailer_value_start > ctx->trailer_value_end
+        || ctx->trailer_value_end > len - 2
+        || line[ctx->trailer_name_len] != ':')
+    {
+        trace_add(t, "[BADLINE]");
+        return;
+    }
+
+    vlen = ctx->trailer_value_end - ctx->trailer_value_start;
+
+    if (vlen > 32) {
+        trace_add(t, "[%.*s=#%lu]", (int) ctx->trailer_name_len,
+                  (char *) line, (unsigned long) vlen);
+        return;
+    }
+
+    trace_add(t, "[%.*s=%.*s]", (int) ctx->trailer_name_len, (char *) line,
+              (int) vlen, (char *) line + ctx->trailer_value_start);
 }
 
 
@@ -884,6 +953,9 @@ check_chunked_generated(const char *prefix, const char *unit, size_t times,
 
 WEIR_UNIT_TEST(http_parse_chunked_limits)
 {
+    size_t  i;
+    char    expect[5 * 64 + 8];
+
     /* 256 extension bytes, counted from the ';' up to the CR */
     check_chunked_generated("1;", "a", 255, "\r\nx\r\n0\r\n\r\n", "x|DONE");
     check_chunked_generated("1;", "a", 256, "\r\nx\r\n0\r\n\r\n", "|ERROR");
@@ -895,12 +967,20 @@ WEIR_UNIT_TEST(http_parse_chunked_limits)
                             "0\r\n\r\n",
                             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx|DONE");
 
-    /* 64 trailer fields */
-    check_chunked_generated("0\r\n", "A: b\r\n", 64, "\r\n", "|DONE");
-    check_chunked_generated("0\r\n", "A: b\r\n", 65, "\r\n", "|ERROR");
+    /* 64 trailer fields, each one returned */
+    for (i = 0; i < 64; i++) {
+        memcpy(expect + 5 * i, "[A=b]", 5);
+    }
+
+    memcpy(expect + 5 * 64, "|DONE", sizeof("|DONE"));
+    check_chunked_generated("0\r\n", "A: b\r\n", 64, "\r\n", expect);
+
+    memcpy(expect + 5 * 64, "|ERROR", sizeof("|ERROR"));
+    check_chunked_generated("0\r\n", "A: b\r\n", 65, "\r\n", expect);
 
     /* 8 KiB of trailer field lines, CRLF included */
-    check_chunked_generated("0\r\nA: ", "b", 8187, "\r\n\r\n", "|DONE");
+    check_chunked_generated("0\r\nA: ", "b", 8187, "\r\n\r\n",
+                            "[A=#8187]|DONE");
     check_chunked_generated("0\r\nA: ", "b", 8188, "\r\n\r\n", "|ERROR");
 }
 

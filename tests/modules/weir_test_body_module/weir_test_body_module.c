@@ -8,7 +8,9 @@
  *                                arrives, mark it consumed, read on
  *
  * The answer carries "X-Body-Length: N" and "X-Body-File: 0|1" (whether
- * the body was handed over in a temporary file).
+ * the body was handed over in a temporary file), and for each trailer
+ * field of a chunked body kept in r->headers_in.trailers, in order,
+ * "X-Trailer-<name>: <value>" and finally "X-Trailers: N" (their count).
  */
 
 #include "weir_config.h"
@@ -44,6 +46,7 @@ static weir_int_t weir_test_body_take(weir_http_request_t *r,
     weir_test_body_ctx_t *ctx);
 static weir_int_t weir_test_body_send(weir_http_request_t *r,
     weir_test_body_ctx_t *ctx);
+static weir_int_t weir_test_body_trailers(weir_http_request_t *r);
 
 
 static weir_command_t  weir_test_body_commands[] = {
@@ -335,8 +338,68 @@ weir_test_body_send(weir_http_request_t *r, weir_test_body_ctx_t *ctx)
         return WEIR_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    if (weir_test_body_trailers(r) != WEIR_OK) {
+        return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     body.data = ctx->data;
     body.len = ctx->len;
 
     return weir_http_send_response(r, WEIR_HTTP_OK, &type, &body);
+}
+
+
+/* echoes the trailer fields the body reader kept */
+
+static weir_int_t
+weir_test_body_trailers(weir_http_request_t *r)
+{
+    weir_uint_t          i, n;
+    weir_str_t           name, value;
+    unsigned char       *p;
+    weir_list_part_t    *part;
+    weir_http_header_t  *h;
+
+    n = 0;
+
+    for (part = &r->headers_in.trailers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].hash == 0) {
+                continue;
+            }
+
+            /* the name must live as long as the request: r->pool */
+            if (weir_pstrfmt(r->pool, &name, "X-Trailer-%.*s",
+                             WEIR_STR_ARG(h[i].key))
+                != WEIR_OK)
+            {
+                return WEIR_ERROR;
+            }
+
+            if (weir_http_add_header_out(r, (const char *) name.data,
+                                         &h[i].value)
+                == NULL)
+            {
+                return WEIR_ERROR;
+            }
+
+            n++;
+        }
+    }
+
+    p = weir_pnalloc(r->pool, 32);
+    if (p == NULL) {
+        return WEIR_ERROR;
+    }
+
+    value.data = p;
+    value.len = weir_slprintf(p, p + 32, "%lu", (unsigned long) n) - p;
+
+    if (weir_http_add_header_out(r, "X-Trailers", &value) == NULL) {
+        return WEIR_ERROR;
+    }
+
+    return WEIR_OK;
 }
