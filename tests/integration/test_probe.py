@@ -1,0 +1,383 @@
+"""weir-probe (tools/probe): the benchmark origin answers its paths, the
+load generator runs against it for about a second in several modes with
+no error and plausible counts, its CSV line has the documented columns,
+and it runs against a weir HTTP server too, and over TLS against
+`openssl s_server` (when weir was configured with OpenSSL).
+
+Speeds are never asserted: only that requests happened, errors did not,
+and counts agree with the mode (keep-alive reuses connections, --new-conn
+does not, a delay bounds the rate)."""
+
+import http.client
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+import weirtest
+from weirtest import DEADLINE, POLL, free_port, wait_for
+
+
+PROBE = os.path.join(weirtest.WEIR_BUILD_DIR, "weir-probe")
+
+CSV_FIELDS = ("proto,connections,mode,method,body,rate,duration_s,requests,"
+              "rps,bytes_read,bytes_written,errors,err_connect,err_timeout,"
+              "err_read,err_write,status_other,status_2xx,status_3xx,"
+              "status_4xx,status_5xx,p50_us,p90_us,p99_us,p999_us,max_us,"
+              "mean_us,cpu_user_s,cpu_sys_s").split(",")
+
+TEXT_FIELDS = ("proto", "mode", "method")
+
+TINY = b"weir-probe origin: a tiny response of sixty-four bytes, exactly\n"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def probe_binary():
+    if not os.access(PROBE, os.X_OK):
+        pytest.fail("weir-probe not found: %s (make builds it)" % PROBE,
+                    pytrace=False)
+
+
+class Origin:
+    """A running `weir-probe origin` on two free loopback ports."""
+
+    def __init__(self):
+        self.ports = [free_port(), free_port()]
+        cmd = [PROBE, "origin"]
+        for p in self.ports:
+            cmd += ["-l", "127.0.0.1:%d" % p]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.out = None
+        self.head = b""
+
+        # ready once it printed a "listening on" line per listener (it
+        # flushes them together): no probing connection skews the counts
+        def listening():
+            assert self.proc.poll() is None, "origin exited"
+            r, _, _ = select.select([self.proc.stdout], [], [], POLL)
+            if r:
+                data = os.read(self.proc.stdout.fileno(), 4096)
+                assert data, "origin closed its stdout"
+                self.head += data
+            return self.head.count(b"listening on") == len(self.ports)
+
+        wait_for(listening, what="weir-probe origin to listen")
+
+    def url(self, path, n=0):
+        return "http://127.0.0.1:%d%s" % (self.ports[n], path)
+
+    def get(self, path, method="GET", body=None, headers=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.ports[0],
+                                       timeout=DEADLINE)
+        try:
+            c.request(method, path, body=body, headers=headers or {},
+                      encode_chunked=headers is not None
+                      and "Transfer-Encoding" in headers)
+            r = c.getresponse()
+            return r.status, r.read(), r
+        finally:
+            c.close()
+
+    def stats(self):
+        status, body, _ = self.get("/stats")
+        assert status == 200
+        return dict((k, int(v)) for k, v in
+                    (line.split() for line in body.decode().splitlines()))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.proc.communicate(timeout=DEADLINE)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            raise AssertionError("weir-probe origin ignored SIGTERM")
+        self.out = (self.head + out).decode()
+        assert self.proc.returncode == 0, (self.proc.returncode, err)
+        return self.out
+
+
+@pytest.fixture
+def origin():
+    o = Origin()
+    try:
+        yield o
+    finally:
+        o.stop()
+
+
+def probe(*args, expect_rc=0):
+    """Runs the client with --csv-header; returns the CSV row as a dict
+    (numbers as floats)."""
+    cmd = [PROBE] + [str(a) for a in args] + ["--csv-header"]
+    r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=DEADLINE * 3)
+    assert r.returncode == expect_rc, (cmd, r.returncode, r.stderr)
+    lines = r.stdout.decode().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].split(",") == CSV_FIELDS
+    values = lines[1].split(",")
+    assert len(values) == len(CSV_FIELDS), lines[1]
+    row = {}
+    for k, v in zip(CSV_FIELDS, values):
+        row[k] = v if k in TEXT_FIELDS else float(v)
+    return row
+
+
+def assert_clean(row):
+    assert row["errors"] == 0, row
+    assert row["requests"] > 0, row
+    assert row["status_2xx"] == row["requests"], row
+    assert 0 < row["p50_us"] <= row["p90_us"] <= row["p99_us"] \
+        <= row["p999_us"] <= row["max_us"], row
+
+
+# ---- the origin
+
+def test_origin_paths(origin):
+    status, body, r = origin.get("/tiny")
+    assert (status, body) == (200, TINY)
+    assert len(TINY) == 64
+
+    status, body, r = origin.get("/size/100000")
+    assert status == 200 and len(body) == 100000
+    assert r.getheader("Content-Length") == "100000"
+
+    status, body, r = origin.get("/chunked/50000")
+    assert status == 200 and len(body) == 50000
+    assert r.getheader("Transfer-Encoding") == "chunked"
+
+    status, body, _ = origin.get("/size/0")
+    assert (status, body) == (200, b"")
+
+    payload = os.urandom(70000)
+    status, body, _ = origin.get("/echo", "POST", payload)
+    assert (status, body) == (200, payload)
+
+    # a chunked request body comes back chunked
+    status, body, r = origin.get("/echo", "POST", iter([b"ab", b"cd" * 5000]),
+                                 {"Transfer-Encoding": "chunked"})
+    assert (status, body) == (200, b"ab" + b"cd" * 5000)
+    assert r.getheader("Transfer-Encoding") == "chunked"
+
+    t = time.monotonic()
+    status, body, _ = origin.get("/delay/200/size/7")
+    assert (status, body) == (200, b"abcdefg")
+    assert time.monotonic() - t >= 0.2
+
+    status, body, _ = origin.get("/delay/50")
+    assert (status, body) == (200, TINY)
+
+    status, body, _ = origin.get("/early", "POST", b"x" * 300000)
+    assert (status, body) == (200, b"early\n")
+
+    status, _, _ = origin.get("/nothing-here")
+    assert status == 404
+
+    before = origin.stats()
+    origin.get("/tiny")
+    after = origin.stats()
+    assert after["connections"] == before["connections"] + 2, after
+    assert after["requests"] == before["requests"] + 2, after
+
+
+def test_origin_early_answers_before_the_body(origin):
+    """The answer comes after 8 KiB of a declared 1 MiB body; the rest is
+    drained, and the connection serves the next request."""
+    s = socket.create_connection(("127.0.0.1", origin.ports[1]),
+                                 timeout=DEADLINE)
+    try:
+        s.sendall(b"POST /early HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Length: 1048576\r\n\r\n" + b"y" * 8192)
+        got = b""
+        while b"early\n" not in got:
+            data = s.recv(4096)
+            assert data, "closed before the early answer"
+            got += data
+        assert got.startswith(b"HTTP/1.1 200 ")
+        s.sendall(b"y" * (1048576 - 8192))
+        s.sendall(b"GET /tiny HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        while not got.endswith(TINY):
+            data = s.recv(4096)
+            assert data, "closed after the early answer"
+            got += data
+    finally:
+        s.close()
+
+
+def test_origin_counts_connections(origin):
+    for _ in range(3):
+        origin.get("/tiny")
+    assert origin.stats() == {"connections": 4, "requests": 4, "open": 1}
+    out = origin.stop()
+    assert out.endswith("accepted 4 connections, 4 requests\n"), out
+
+
+# ---- the client against the origin
+
+def test_client_keepalive(origin):
+    before = origin.stats()["connections"]
+    row = probe("-c", 4, "-d", 1, "-u", origin.url("/tiny"))
+    assert_clean(row)
+    assert row["proto"] == "http/1.1" and row["mode"] == "keep-alive"
+    assert row["connections"] == 4
+    assert 0.9 <= row["duration_s"] < 3
+    assert row["bytes_read"] >= row["requests"] * 64
+    # four connections carried every request (and /stats is the fifth)
+    assert origin.stats()["connections"] == before + 5
+
+
+def test_client_new_conn(origin):
+    before = origin.stats()["connections"]
+    row = probe("-c", 2, "-d", 1, "--new-conn", "-u", origin.url("/tiny"))
+    assert_clean(row)
+    assert row["mode"] == "new-conn"
+    # one connection per request, in flight ones at the end included
+    assert origin.stats()["connections"] - before >= row["requests"]
+
+
+def test_client_post_echo(origin):
+    row = probe("-c", 3, "-d", 1, "-m", "POST", "-b", 20000,
+                "-u", origin.url("/echo"))
+    assert_clean(row)
+    assert row["method"] == "POST" and row["body"] == 20000
+    assert row["bytes_read"] >= row["requests"] * 20000
+    assert row["bytes_written"] >= row["requests"] * 20000
+
+
+def test_client_chunked_and_urls(origin):
+    """Round-robin over URLs on both listeners: chunked and sized."""
+    row = probe("-c", 4, "-d", 1, "-u", origin.url("/chunked/100000"),
+                "-u", origin.url("/size/65536", 1))
+    assert_clean(row)
+    assert row["bytes_read"] >= row["requests"] * 65536
+
+
+def test_client_delay(origin):
+    """Eight connections and 100 ms per response: at most ~80 req/s."""
+    row = probe("-c", 8, "-d", 1, "-w", 0.3, "-u", origin.url("/delay/100"))
+    assert_clean(row)
+    assert row["p50_us"] >= 100000
+    assert row["requests"] <= 8 * row["duration_s"] / 0.1 + 8
+
+
+def test_client_total_and_rate(origin):
+    row = probe("-c", 2, "-n", 150, "-d", 10, "-u", origin.url("/tiny"))
+    assert_clean(row)
+    assert row["requests"] == 150
+    assert row["duration_s"] < 10
+
+    row = probe("-c", 4, "-d", 1, "-r", 100, "-u", origin.url("/tiny"))
+    assert_clean(row)
+    assert row["rate"] == 100
+    assert 50 <= row["requests"] <= 110
+
+
+def test_client_counts_connect_errors():
+    """Nothing listens: connect errors, no request, and it still stops."""
+    port = free_port()
+    t = time.monotonic()
+    row = probe("-c", 2, "-d", 0.5, "-u", "http://127.0.0.1:%d/" % port)
+    assert time.monotonic() - t < DEADLINE
+    assert row["requests"] == 0
+    assert row["err_connect"] > 0
+    assert row["errors"] == row["err_connect"]
+
+
+def test_client_text_report(origin):
+    r = subprocess.run([PROBE, "-c", "2", "-n", "50",
+                        "-u", origin.url("/tiny")],
+                       capture_output=True, timeout=DEADLINE)
+    assert r.returncode == 0, r.stderr
+    text = r.stdout.decode()
+    assert "requests   50," in text, text
+    assert "errors     0 (connect 0, timeout 0, read 0, write 0, " \
+           "status 0)" in text, text
+    for p in ("p50 ", "p90 ", "p99 ", "p99.9 ", "max "):
+        assert p in text, text
+
+
+def test_client_usage_errors():
+    for args in (["-u", "ftp://127.0.0.1/"], ["-c", "0", "-u",
+                                               "http://127.0.0.1:1/"],
+                 [], ["-m", "PUT", "-u", "http://127.0.0.1:1/"]):
+        r = subprocess.run([PROBE] + args, capture_output=True,
+                           timeout=DEADLINE)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert r.stderr, args
+
+
+# ---- the client against weir
+
+def test_client_against_weir(weir):
+    port = weir.port()
+    weir.conf("http {\n"
+              "    server {\n"
+              "        listen 127.0.0.1:%d;\n"
+              "        location / { return 200 \"x\"; }\n"
+              "    }\n"
+              "}\n" % port)
+    weir.start(check_ports=False)
+
+    def up():
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+
+    wait_for(up, what="weir's HTTP port to accept")
+
+    row = probe("-c", 4, "-d", 1, "-u", "http://127.0.0.1:%d/" % port)
+    assert_clean(row)
+    assert row["bytes_read"] >= row["requests"]
+
+    row = probe("-c", 2, "-d", 0.5, "--new-conn",
+                "-u", "http://127.0.0.1:%d/" % port)
+    assert_clean(row)
+
+
+# ---- TLS, against openssl s_server (weir has no TLS yet)
+
+def have_openssl_build():
+    path = os.path.join(weirtest.WEIR_BUILD_DIR, "weir_auto_config.h")
+    with open(path) as f:
+        return "WEIR_HAVE_OPENSSL" in f.read()
+
+
+def test_client_tls(tmp_path):
+    if not have_openssl_build():
+        pytest.skip("weir was configured without OpenSSL")
+    key, cert = str(tmp_path / "key.pem"), str(tmp_path / "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                    "-subj", "/CN=localhost"], check=True,
+                   capture_output=True, timeout=DEADLINE)
+    port = free_port()
+    # -www: an HTTP/1.0 status page, then close; one client at a time
+    server = subprocess.Popen(["openssl", "s_server", "-quiet", "-www",
+                               "-accept", "127.0.0.1:%d" % port,
+                               "-cert", cert, "-key", key],
+                              stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        def up():
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+
+        wait_for(up, what="openssl s_server to accept")
+
+        row = probe("-c", 1, "-n", 20, "-d", 5,
+                    "-u", "https://localhost:%d/" % port)
+        assert_clean(row)
+        assert row["proto"] == "tls+http/1.1"
+        assert row["requests"] == 20
+    finally:
+        server.terminate()
+        server.wait(timeout=DEADLINE)

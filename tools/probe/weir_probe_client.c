@@ -1,0 +1,1745 @@
+/*
+ * weir-probe client: a closed-loop load generator on one epoll loop.
+ *
+ * Each of -c connections runs one request at a time: it writes a request,
+ * reads the whole response, then starts the next request at once (or, with
+ * -r, when the next slot of the overall rate comes and it is idle).
+ *
+ * Two layers keep protocols apart: probe_io_t moves bytes (plain TCP or
+ * TLS) and probe_proto_t speaks a protocol over it (HTTP/1.1 now; HTTP/2
+ * and HTTP/3 add their own probe_proto_t, and HTTP/3 its own io).
+ */
+
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_probe.h"
+
+#include <getopt.h>
+#include <sys/resource.h>
+
+#if (WEIR_HAVE_OPENSSL)
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#endif
+
+
+#define PROBE_OK       0
+#define PROBE_ERROR   -1
+#define PROBE_AGAIN   -2
+
+#define PROBE_BUF_SIZE     16384
+#define PROBE_MAX_URLS     64
+#define PROBE_MAX_HEADERS  16
+
+/* connection states */
+#define PROBE_CLOSED       0
+#define PROBE_CONNECTING   1
+#define PROBE_HANDSHAKE    2
+#define PROBE_ACTIVE       3
+#define PROBE_WAITING      4
+
+/* response parser states */
+#define PROBE_P_HEAD       0
+#define PROBE_P_LENGTH     1
+#define PROBE_P_CHUNK      2
+#define PROBE_P_DATA       3
+#define PROBE_P_DATA_CRLF  4
+#define PROBE_P_TRAILER    5
+#define PROBE_P_EOF        6
+#define PROBE_P_DONE       7
+
+
+typedef struct probe_conn_s  probe_conn_t;
+
+
+/* moves bytes; recv returns 0 at EOF, PROBE_AGAIN or PROBE_ERROR */
+typedef struct {
+    const char  *name;
+    int        (*handshake)(probe_conn_t *c);
+    ssize_t    (*recv)(probe_conn_t *c, u_char *buf, size_t size);
+    ssize_t    (*send)(probe_conn_t *c, const u_char *buf, size_t size);
+    void       (*close)(probe_conn_t *c);
+} probe_io_t;
+
+
+/*
+ * One protocol: connect opens the transport, write_request sends the
+ * current request (PROBE_OK when all of it is out), read_response reads
+ * (PROBE_OK when the response is complete). An HTTP/2 protocol would keep
+ * its streams in proto_data and count one completion per stream.
+ */
+typedef struct {
+    const char  *name;
+    int        (*connect)(probe_conn_t *c);
+    int        (*write_request)(probe_conn_t *c);
+    int        (*read_response)(probe_conn_t *c);
+    void       (*close)(probe_conn_t *c);
+} probe_proto_t;
+
+
+typedef struct {
+    char                      text[512];
+    char                      host[256];     /* Host: and SNI */
+    struct sockaddr_storage   addr;
+    socklen_t                 addrlen;
+    unsigned                  tls:1;
+    u_char                   *request;
+    size_t                    request_len;
+} probe_url_t;
+
+
+struct probe_conn_s {
+    int                  fd;
+    unsigned             state;
+    probe_url_t         *url;
+    probe_url_t         *conn_url;       /* where fd is connected */
+    const probe_io_t    *io;
+    const probe_proto_t *proto;
+    void                *ssl;
+    probe_conn_t        *next_idle;
+
+    uint64_t             start;
+    uint64_t             deadline;
+    size_t               sent;
+    uint64_t             bytes_in;
+
+    u_char              *buf;
+    size_t               pos;
+    size_t               last;
+
+    unsigned             pstate;
+    int                  status;
+    int64_t              rest;
+
+    unsigned             request_done:1;
+    unsigned             response_done:1;
+    unsigned             close_after:1;
+};
+
+
+typedef struct {
+    uint64_t       requests;
+    uint64_t       bytes_in;
+    uint64_t       bytes_out;
+    uint64_t       err_connect;
+    uint64_t       err_timeout;
+    uint64_t       err_read;
+    uint64_t       err_write;
+    uint64_t       status[6];
+    probe_hist_t   hist;
+} probe_stats_t;
+
+
+typedef struct {
+    int            connections;
+    double         duration;
+    double         warmup;
+    double         rate;
+    uint64_t       total;
+    double         timeout;
+    unsigned       new_conn:1;
+    unsigned       csv:1;
+    unsigned       csv_header:1;
+    unsigned       post:1;
+    size_t         body;
+    int            nurls;
+    probe_url_t    urls[PROBE_MAX_URLS];
+    int            nheaders;
+    const char    *headers[PROBE_MAX_HEADERS];
+} probe_client_conf_t;
+
+
+static int probe_client_options(probe_client_conf_t *cf, int argc,
+    char **argv);
+static void probe_client_usage(void);
+static int probe_parse_url(probe_client_conf_t *cf, const char *text,
+    probe_url_t *u);
+static int probe_build_request(probe_client_conf_t *cf, probe_url_t *u);
+static void probe_prepare(probe_conn_t *c, uint64_t start);
+static void probe_start_request(probe_conn_t *c, uint64_t start);
+static void probe_handle(probe_conn_t *c);
+static int probe_finish(probe_conn_t *c);
+static void probe_fail(probe_conn_t *c, uint64_t *counter);
+static void probe_close(probe_conn_t *c);
+static void probe_idle(probe_conn_t *c);
+static void probe_report(probe_client_conf_t *cf, probe_stats_t *st,
+    double elapsed, double cpu_user, double cpu_sys);
+
+static int probe_h1_connect(probe_conn_t *c);
+static int probe_h1_write_request(probe_conn_t *c);
+static int probe_h1_read_response(probe_conn_t *c);
+static int probe_h1_parse(probe_conn_t *c);
+static int probe_h1_parse_head(probe_conn_t *c, u_char *p, u_char *end);
+static void probe_h1_close(probe_conn_t *c);
+
+static ssize_t probe_plain_recv(probe_conn_t *c, u_char *buf, size_t size);
+static ssize_t probe_plain_send(probe_conn_t *c, const u_char *buf,
+    size_t size);
+static int probe_plain_handshake(probe_conn_t *c);
+static void probe_plain_close(probe_conn_t *c);
+
+#if (WEIR_HAVE_OPENSSL)
+static int probe_tls_init(void);
+static int probe_tls_handshake(probe_conn_t *c);
+static ssize_t probe_tls_recv(probe_conn_t *c, u_char *buf, size_t size);
+static ssize_t probe_tls_send(probe_conn_t *c, const u_char *buf,
+    size_t size);
+static void probe_tls_close(probe_conn_t *c);
+#endif
+
+
+static const probe_io_t  probe_plain_io = {
+    "tcp",
+    probe_plain_handshake,
+    probe_plain_recv,
+    probe_plain_send,
+    probe_plain_close
+};
+
+#if (WEIR_HAVE_OPENSSL)
+static const probe_io_t  probe_tls_io = {
+    "tls",
+    probe_tls_handshake,
+    probe_tls_recv,
+    probe_tls_send,
+    probe_tls_close
+};
+
+static SSL_CTX  *probe_ssl_ctx;
+#endif
+
+static const probe_proto_t  probe_h1_proto = {
+    "http/1.1",
+    probe_h1_connect,
+    probe_h1_write_request,
+    probe_h1_read_response,
+    probe_h1_close
+};
+
+
+/* the run's state: one loop, one thread */
+static probe_client_conf_t    probe_conf;
+static probe_stats_t          probe_stats;
+static int                    probe_ep = -1;
+static uint64_t               probe_measure_from;
+static uint64_t               probe_timeout_ns;
+static uint64_t               probe_next_url;
+static probe_conn_t          *probe_idle_list;
+static volatile sig_atomic_t  probe_stop;
+
+
+static void
+probe_client_signal(int signo)
+{
+    (void) signo;
+    probe_stop = 1;
+}
+
+
+int
+probe_client_main(int argc, char **argv)
+{
+    int                  i, n, rc, measuring;
+    double               elapsed, cpu_user, cpu_sys;
+    uint64_t             now, t0, end, next_slot, interval, last_check;
+    uint64_t             wait;
+    probe_conn_t        *conns, *c;
+    struct rusage        ru0, ru1;
+    struct sigaction     sa;
+    struct epoll_event   events[256];
+    probe_client_conf_t *cf;
+
+    cf = &probe_conf;
+
+    rc = probe_client_options(cf, argc, argv);
+    if (rc != PROBE_OK) {
+        return rc == PROBE_AGAIN ? 0 : 2;
+    }
+
+    for (i = 0; i < cf->nurls; i++) {
+        if (probe_build_request(cf, &cf->urls[i]) != PROBE_OK) {
+            fprintf(stderr, "weir-probe: out of memory\n");
+            return 2;
+        }
+
+        if (cf->urls[i].tls) {
+#if (WEIR_HAVE_OPENSSL)
+            if (probe_ssl_ctx == NULL && probe_tls_init() != PROBE_OK) {
+                return 2;
+            }
+#else
+            fprintf(stderr, "weir-probe: %s: built without OpenSSL "
+                    "(configure weir with it)\n", cf->urls[i].text);
+            return 2;
+#endif
+        }
+    }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = probe_client_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    probe_ep = epoll_create1(EPOLL_CLOEXEC);
+    if (probe_ep == -1) {
+        perror("weir-probe: epoll_create1()");
+        return 2;
+    }
+
+    conns = calloc((size_t) cf->connections, sizeof(probe_conn_t));
+    if (conns == NULL) {
+        fprintf(stderr, "weir-probe: out of memory\n");
+        return 2;
+    }
+
+    probe_hist_init(&probe_stats.hist);
+    probe_timeout_ns = (uint64_t) (cf->timeout * PROBE_NS_PER_SEC);
+
+    t0 = probe_now();
+    probe_measure_from = t0 + (uint64_t) (cf->warmup * PROBE_NS_PER_SEC);
+    end = probe_measure_from
+          + (uint64_t) (cf->duration * PROBE_NS_PER_SEC);
+    interval = cf->rate > 0 ? (uint64_t) (PROBE_NS_PER_SEC / cf->rate) : 0;
+    if (cf->rate > 0 && interval == 0) {
+        interval = 1;
+    }
+
+    next_slot = t0;
+    last_check = t0;
+    getrusage(RUSAGE_SELF, &ru0);
+    measuring = cf->warmup == 0;
+
+    for (i = 0; i < cf->connections; i++) {
+        c = &conns[i];
+        c->fd = -1;
+        c->proto = &probe_h1_proto;
+        c->buf = malloc(PROBE_BUF_SIZE);
+        if (c->buf == NULL) {
+            fprintf(stderr, "weir-probe: out of memory\n");
+            return 2;
+        }
+
+        if (interval) {
+            probe_idle(c);
+
+        } else {
+            probe_start_request(c, t0);
+        }
+    }
+
+    for ( ;; ) {
+        now = probe_now();
+
+        if (probe_stop || now >= end
+            || (cf->total && probe_stats.requests >= cf->total))
+        {
+            break;
+        }
+
+        if (!measuring && now >= probe_measure_from) {
+            /* the warm-up's CPU time is not the run's */
+            getrusage(RUSAGE_SELF, &ru0);
+            measuring = 1;
+        }
+
+        while (interval && next_slot <= now && probe_idle_list != NULL) {
+            c = probe_idle_list;
+            probe_idle_list = c->next_idle;
+            c->next_idle = NULL;
+            probe_start_request(c, next_slot);
+            next_slot += interval;
+        }
+
+        wait = end - now;
+        if (wait > 10 * PROBE_NS_PER_MS) {
+            wait = 10 * PROBE_NS_PER_MS;
+        }
+
+        if (interval && probe_idle_list != NULL) {
+            wait = next_slot > now ? next_slot - now : 0;
+            if (wait > 10 * PROBE_NS_PER_MS) {
+                wait = 10 * PROBE_NS_PER_MS;
+            }
+        }
+
+        n = epoll_wait(probe_ep, events, 256,
+                       (int) ((wait + PROBE_NS_PER_MS - 1) / PROBE_NS_PER_MS));
+
+        if (n == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+
+            perror("weir-probe: epoll_wait()");
+            return 2;
+        }
+
+        for (i = 0; i < n; i++) {
+            probe_handle(events[i].data.ptr);
+        }
+
+        now = probe_now();
+
+        if (now - last_check >= 10 * PROBE_NS_PER_MS) {
+            last_check = now;
+
+            for (i = 0; i < cf->connections; i++) {
+                c = &conns[i];
+
+                if (c->deadline > now || c->state == PROBE_WAITING) {
+                    continue;
+                }
+
+                if (c->state != PROBE_CLOSED) {
+                    probe_fail(c, &probe_stats.err_timeout);
+
+                } else if (interval == 0) {
+                    /* a retry after a failed connect */
+                    probe_start_request(c, now);
+                }
+            }
+        }
+    }
+
+    now = probe_now();
+    getrusage(RUSAGE_SELF, &ru1);
+
+    elapsed = now > probe_measure_from
+              ? (double) (now - probe_measure_from) / PROBE_NS_PER_SEC : 0;
+
+    cpu_user = (double) (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec)
+               + (double) (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6;
+    cpu_sys = (double) (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec)
+              + (double) (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+
+    probe_report(cf, &probe_stats, elapsed, cpu_user, cpu_sys);
+
+    for (i = 0; i < cf->connections; i++) {
+        if (conns[i].fd != -1) {
+            probe_close(&conns[i]);
+        }
+
+        free(conns[i].buf);
+    }
+
+    free(conns);
+    close(probe_ep);
+
+    return 0;
+}
+
+
+static void
+probe_client_usage(void)
+{
+    printf(
+"usage: weir-probe [client] [options] -u URL [-u URL ...]\n"
+"  -u URL          http://HOST[:PORT]/PATH or https://...; several URLs\n"
+"                  are requested round-robin\n"
+"  -c N            connections (default 1)\n"
+"  -d SECONDS      measured duration (default 10)\n"
+"  -w SECONDS      warm-up before it, left out of the figures (default 0)\n"
+"  -n N            stop after N measured requests (or at -d)\n"
+"  -r RATE         requests per second overall (default: as fast as "
+"possible)\n"
+"  -m GET|POST     method (default GET)\n"
+"  -b BYTES        request body size of a POST (default 0)\n"
+"  -H 'NAME: VAL'  an extra request header\n"
+"  -T SECONDS      timeout of one request (default 10)\n"
+"  --new-conn      a new connection per request (Connection: close)\n"
+"  --csv           print one CSV line instead of the text report\n"
+"  --csv-header    print the CSV header line, then the CSV line\n");
+}
+
+
+static int
+probe_num(const char *opt, const char *arg, double min, double max,
+    double *out)
+{
+    char    *end;
+    double   v;
+
+    errno = 0;
+    v = strtod(arg, &end);
+
+    if (errno || end == arg || *end != '\0' || v < min || v > max) {
+        fprintf(stderr, "weir-probe: invalid value \"%s\" of %s\n",
+                arg, opt);
+        return PROBE_ERROR;
+    }
+
+    *out = v;
+
+    return PROBE_OK;
+}
+
+
+static int
+probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
+{
+    int      ch;
+    double   v;
+
+    static struct option  longopts[] = {
+        { "new-conn",   no_argument, NULL, 'N' },
+        { "csv",        no_argument, NULL, 'C' },
+        { "csv-header", no_argument, NULL, 'E' },
+        { "help",       no_argument, NULL, 'h' },
+        { NULL,         0,           NULL, 0 }
+    };
+
+    cf->connections = 1;
+    cf->duration = 10;
+    cf->timeout = 10;
+
+    while ((ch = getopt_long(argc, argv, "c:d:w:n:r:m:b:u:H:T:h", longopts,
+                             NULL))
+           != -1)
+    {
+        switch (ch) {
+
+        case 'c':
+            if (probe_num("-c", optarg, 1, 1000000, &v) != PROBE_OK) {
+                return PROBE_ERROR;
+            }
+            cf->connections = (int) v;
+            break;
+
+        case 'd':
+            if (probe_num("-d", optarg, 0.001, 86400, &cf->duration)
+                != PROBE_OK)
+            {
+                return PROBE_ERROR;
+            }
+            break;
+
+        case 'w':
+            if (probe_num("-w", optarg, 0, 86400, &cf->warmup) != PROBE_OK) {
+                return PROBE_ERROR;
+            }
+            break;
+
+        case 'n':
+            if (probe_num("-n", optarg, 1, 1e15, &v) != PROBE_OK) {
+                return PROBE_ERROR;
+            }
+            cf->total = (uint64_t) v;
+            break;
+
+        case 'r':
+            if (probe_num("-r", optarg, 0.001, 1e9, &cf->rate) != PROBE_OK) {
+                return PROBE_ERROR;
+            }
+            break;
+
+        case 'T':
+            if (probe_num("-T", optarg, 0.001, 3600, &cf->timeout)
+                != PROBE_OK)
+            {
+                return PROBE_ERROR;
+            }
+            break;
+
+        case 'm':
+            if (strcmp(optarg, "GET") == 0) {
+                cf->post = 0;
+
+            } else if (strcmp(optarg, "POST") == 0) {
+                cf->post = 1;
+
+            } else {
+                fprintf(stderr, "weir-probe: -m must be GET or POST\n");
+                return PROBE_ERROR;
+            }
+            break;
+
+        case 'b':
+            if (probe_num("-b", optarg, 0, 1 << 30, &v) != PROBE_OK) {
+                return PROBE_ERROR;
+            }
+            cf->body = (size_t) v;
+            break;
+
+        case 'u':
+            if (cf->nurls == PROBE_MAX_URLS) {
+                fprintf(stderr, "weir-probe: too many URLs\n");
+                return PROBE_ERROR;
+            }
+
+            if (probe_parse_url(cf, optarg, &cf->urls[cf->nurls])
+                != PROBE_OK)
+            {
+                return PROBE_ERROR;
+            }
+            cf->nurls++;
+            break;
+
+        case 'H':
+            if (cf->nheaders == PROBE_MAX_HEADERS
+                || strchr(optarg, ':') == NULL
+                || strpbrk(optarg, "\r\n") != NULL)
+            {
+                fprintf(stderr, "weir-probe: invalid -H \"%s\"\n", optarg);
+                return PROBE_ERROR;
+            }
+            cf->headers[cf->nheaders++] = optarg;
+            break;
+
+        case 'N':
+            cf->new_conn = 1;
+            break;
+
+        case 'C':
+            cf->csv = 1;
+            break;
+
+        case 'E':
+            cf->csv = 1;
+            cf->csv_header = 1;
+            break;
+
+        case 'h':
+            probe_client_usage();
+            return PROBE_AGAIN;
+
+        default:
+            probe_client_usage();
+            return PROBE_ERROR;
+        }
+    }
+
+    if (optind != argc) {
+        fprintf(stderr, "weir-probe: unexpected argument \"%s\"\n",
+                argv[optind]);
+        return PROBE_ERROR;
+    }
+
+    if (cf->nurls == 0) {
+        fprintf(stderr, "weir-probe: no URL (-u)\n");
+        return PROBE_ERROR;
+    }
+
+    if (cf->body && !cf->post) {
+        fprintf(stderr, "weir-probe: -b needs -m POST\n");
+        return PROBE_ERROR;
+    }
+
+    return PROBE_OK;
+}
+
+
+/* http[s]://HOST[:PORT][/PATH]; HOST is resolved once, here */
+
+static int
+probe_parse_url(probe_client_conf_t *cf, const char *text, probe_url_t *u)
+{
+    int               rc;
+    char              host[256], port[8];
+    const char       *p, *h, *he, *path;
+    size_t            len;
+    struct addrinfo   hints, *res;
+
+    (void) cf;
+
+    if (strlen(text) >= sizeof(u->text)) {
+        goto invalid;
+    }
+
+    strcpy(u->text, text);
+
+    if (strncmp(text, "http://", 7) == 0) {
+        p = text + 7;
+        strcpy(port, "80");
+
+    } else if (strncmp(text, "https://", 8) == 0) {
+        p = text + 8;
+        u->tls = 1;
+        strcpy(port, "443");
+
+    } else {
+        goto invalid;
+    }
+
+    path = strchr(p, '/');
+    if (path == NULL) {
+        path = p + strlen(p);
+    }
+
+    len = (size_t) (path - p);
+    if (len == 0 || len >= sizeof(u->host)) {
+        goto invalid;
+    }
+
+    memcpy(u->host, p, len);
+    u->host[len] = '\0';
+
+    if (u->host[0] == '[') {
+        he = strchr(u->host, ']');
+        if (he == NULL) {
+            goto invalid;
+        }
+        h = u->host + 1;
+        len = (size_t) (he - h);
+        he++;
+
+    } else {
+        h = u->host;
+        he = strchr(u->host, ':');
+        len = he ? (size_t) (he - h) : strlen(h);
+    }
+
+    if (len == 0 || len >= sizeof(host)) {
+        goto invalid;
+    }
+
+    memcpy(host, h, len);
+    host[len] = '\0';
+
+    if (he != NULL && *he == ':') {
+        if (strlen(he + 1) == 0 || strlen(he + 1) >= sizeof(port)
+            || strspn(he + 1, "0123456789") != strlen(he + 1))
+        {
+            goto invalid;
+        }
+        strcpy(port, he + 1);
+
+    } else if (he != NULL && *he != '\0') {
+        goto invalid;
+    }
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+
+    rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0) {
+        fprintf(stderr, "weir-probe: %s: %s\n", text, gai_strerror(rc));
+        return PROBE_ERROR;
+    }
+
+    memcpy(&u->addr, res->ai_addr, res->ai_addrlen);
+    u->addrlen = res->ai_addrlen;
+    freeaddrinfo(res);
+
+    /* the path goes into the request as it is; "" means "/" */
+    u->request = (u_char *) (*path ? path : "/");
+
+    return PROBE_OK;
+
+invalid:
+
+    fprintf(stderr, "weir-probe: invalid URL \"%s\" (http[s]://HOST[:PORT]"
+            "/PATH)\n", text);
+
+    return PROBE_ERROR;
+}
+
+
+static int
+probe_build_request(probe_client_conf_t *cf, probe_url_t *u)
+{
+    int      i;
+    char    *path;
+    size_t   size, hlen;
+    u_char  *p;
+
+    path = (char *) u->request;
+
+    size = 256 + strlen(path) + strlen(u->host) + cf->body;
+    for (i = 0; i < cf->nheaders; i++) {
+        size += strlen(cf->headers[i]) + 2;
+    }
+
+    p = malloc(size);
+    if (p == NULL) {
+        return PROBE_ERROR;
+    }
+
+    hlen = (size_t) snprintf((char *) p, size,
+                             "%s %s HTTP/1.1\r\nHost: %s\r\n"
+                             "User-Agent: weir-probe\r\n%s",
+                             cf->post ? "POST" : "GET", path, u->host,
+                             cf->new_conn ? "Connection: close\r\n" : "");
+
+    for (i = 0; i < cf->nheaders; i++) {
+        hlen += (size_t) snprintf((char *) p + hlen, size - hlen, "%s\r\n",
+                                  cf->headers[i]);
+    }
+
+    if (cf->post) {
+        hlen += (size_t) snprintf((char *) p + hlen, size - hlen,
+                                  "Content-Type: application/octet-stream"
+                                  "\r\nContent-Length: %zu\r\n", cf->body);
+    }
+
+    hlen += (size_t) snprintf((char *) p + hlen, size - hlen, "\r\n");
+
+    for (i = 0; (size_t) i < cf->body; i++) {
+        p[hlen + (size_t) i] = (u_char) ('a' + i % 26);
+    }
+
+    u->request = p;
+    u->request_len = hlen + cf->body;
+
+    return PROBE_OK;
+}
+
+
+static void
+probe_idle(probe_conn_t *c)
+{
+    c->state = c->fd == -1 ? PROBE_CLOSED : PROBE_WAITING;
+    c->next_idle = probe_idle_list;
+    probe_idle_list = c;
+}
+
+
+/* sets c up for its next request: PROBE_ACTIVE, or connecting */
+
+static void
+probe_prepare(probe_conn_t *c, uint64_t start)
+{
+    probe_url_t  *u;
+
+    u = &probe_conf.urls[probe_next_url++ % (uint64_t) probe_conf.nurls];
+
+    c->url = u;
+    c->start = start;
+    c->deadline = probe_now() + probe_timeout_ns;
+    c->sent = 0;
+    c->bytes_in = 0;
+    c->pos = 0;
+    c->last = 0;
+    c->pstate = PROBE_P_HEAD;
+    c->status = 0;
+    c->request_done = 0;
+    c->response_done = 0;
+    c->close_after = 0;
+
+    if (c->fd != -1
+        && (c->conn_url->addrlen != u->addrlen
+            || memcmp(&c->conn_url->addr, &u->addr, u->addrlen) != 0
+            || c->conn_url->tls != u->tls))
+    {
+        probe_close(c);
+    }
+
+    if (c->fd != -1) {
+        c->state = PROBE_ACTIVE;
+        return;
+    }
+
+    if (c->proto->connect(c) != PROBE_OK) {
+        probe_fail(c, &probe_stats.err_connect);
+    }
+}
+
+
+static void
+probe_start_request(probe_conn_t *c, uint64_t start)
+{
+    probe_prepare(c, start);
+
+    if (c->state == PROBE_ACTIVE) {
+        probe_handle(c);
+    }
+}
+
+
+/*
+ * Runs the connection's state machine until it has to wait: with
+ * edge-triggered events it must go on until a call would block.
+ */
+
+static void
+probe_handle(probe_conn_t *c)
+{
+    int        rc, err, fresh;
+    u_char     byte;
+    ssize_t    n;
+    socklen_t  len;
+
+    for ( ;; ) {
+
+        switch (c->state) {
+
+        case PROBE_CONNECTING:
+            err = 0;
+            len = sizeof(err);
+
+            if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1) {
+                err = errno;
+            }
+
+            if (err != 0) {
+                probe_fail(c, &probe_stats.err_connect);
+                return;
+            }
+
+            c->state = PROBE_HANDSHAKE;
+
+            /* fall through */
+
+        case PROBE_HANDSHAKE:
+            rc = c->io->handshake(c);
+
+            if (rc == PROBE_AGAIN) {
+                return;
+            }
+
+            if (rc == PROBE_ERROR) {
+                probe_fail(c, &probe_stats.err_connect);
+                return;
+            }
+
+            c->state = PROBE_ACTIVE;
+
+            /* fall through */
+
+        case PROBE_ACTIVE:
+            if (!c->request_done) {
+                fresh = c->sent == 0;
+
+                rc = c->proto->write_request(c);
+
+                if (rc == PROBE_ERROR) {
+                    probe_fail(c, &probe_stats.err_write);
+                    return;
+                }
+
+                if (rc == PROBE_OK) {
+                    c->request_done = 1;
+
+                    /*
+                     * sent in one go: a read now would almost always
+                     * find nothing, and the response's arrival raises
+                     * an edge of its own; this saves a syscall a request
+                     */
+                    if (fresh) {
+                        return;
+                    }
+                }
+            }
+
+            /* read while writing too: a server may answer early */
+
+            if (!c->response_done) {
+                rc = c->proto->read_response(c);
+
+                if (rc == PROBE_ERROR) {
+                    probe_fail(c, &probe_stats.err_read);
+                    return;
+                }
+
+                if (rc == PROBE_OK) {
+                    c->response_done = 1;
+                }
+            }
+
+            if (!c->response_done || !(c->request_done || c->close_after)) {
+                return;
+            }
+
+            if (!probe_finish(c)) {
+                return;
+            }
+
+            /* the next request on this connection, in this loop */
+            break;
+
+        case PROBE_WAITING:
+            /* an idle keep-alive connection is readable: server closed */
+            n = c->io->recv(c, &byte, 1);
+            if (n != PROBE_AGAIN) {
+                probe_close(c);
+            }
+
+            return;
+
+        default:
+            return;
+        }
+    }
+}
+
+
+/* counts a complete response; 1 when c goes on with its next request */
+
+static int
+probe_finish(probe_conn_t *c)
+{
+    uint64_t  now;
+
+    now = probe_now();
+
+    if (probe_conf.total && probe_stats.requests >= probe_conf.total) {
+        /* -n reached by another connection in this round of events */
+        return 0;
+    }
+
+    if (now >= probe_measure_from) {
+        probe_stats.requests++;
+        probe_stats.bytes_in += c->bytes_in;
+        probe_stats.bytes_out += c->url->request_len;
+        probe_stats.status[c->status / 100 < 6 ? c->status / 100 : 0]++;
+        probe_hist_record(&probe_stats.hist, now - c->start);
+    }
+
+    if (c->close_after || probe_conf.new_conn) {
+        probe_close(c);
+    }
+
+    if (probe_conf.rate > 0) {
+        probe_idle(c);
+        return 0;
+    }
+
+    if (probe_conf.total && probe_stats.requests >= probe_conf.total) {
+        return 0;
+    }
+
+    probe_prepare(c, now);
+
+    return c->state == PROBE_ACTIVE;
+}
+
+
+static void
+probe_fail(probe_conn_t *c, uint64_t *counter)
+{
+    uint64_t  now;
+
+    now = probe_now();
+
+    if (now >= probe_measure_from) {
+        (*counter)++;
+    }
+
+    probe_close(c);
+
+    if (probe_conf.rate > 0) {
+        probe_idle(c);
+        return;
+    }
+
+    if (counter == &probe_stats.err_connect) {
+        /* retried by the main loop: a refused port must not spin hot */
+        c->deadline = now + 10 * PROBE_NS_PER_MS;
+        return;
+    }
+
+    probe_prepare(c, now);
+}
+
+
+static void
+probe_close(probe_conn_t *c)
+{
+    if (c->fd != -1) {
+        c->proto->close(c);
+    }
+
+    c->state = PROBE_CLOSED;
+}
+
+
+/* HTTP/1.1 */
+
+static int
+probe_h1_connect(probe_conn_t *c)
+{
+    int                  fd, one;
+    struct epoll_event   ee;
+
+    fd = socket(c->url->addr.ss_family,
+                SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd == -1) {
+        return PROBE_ERROR;
+    }
+
+    one = 1;
+    (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+    c->fd = fd;
+    c->conn_url = c->url;
+    c->io = &probe_plain_io;
+
+#if (WEIR_HAVE_OPENSSL)
+    if (c->url->tls) {
+        c->io = &probe_tls_io;
+    }
+#endif
+
+    if (connect(fd, (struct sockaddr *) &c->url->addr, c->url->addrlen)
+        == -1 && errno != EINPROGRESS)
+    {
+        return PROBE_ERROR;
+    }
+
+    ee.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ee.data.ptr = c;
+
+    if (epoll_ctl(probe_ep, EPOLL_CTL_ADD, fd, &ee) == -1) {
+        return PROBE_ERROR;
+    }
+
+    c->state = PROBE_CONNECTING;
+
+    return PROBE_OK;
+}
+
+
+static int
+probe_h1_write_request(probe_conn_t *c)
+{
+    ssize_t  n;
+
+    while (c->sent < c->url->request_len) {
+        n = c->io->send(c, c->url->request + c->sent,
+                        c->url->request_len - c->sent);
+
+        if (n == PROBE_AGAIN) {
+            return PROBE_AGAIN;
+        }
+
+        if (n < 0) {
+            return PROBE_ERROR;
+        }
+
+        c->sent += (size_t) n;
+    }
+
+    return PROBE_OK;
+}
+
+
+static int
+probe_h1_read_response(probe_conn_t *c)
+{
+    int      rc;
+    ssize_t  n;
+
+    for ( ;; ) {
+        if (c->pos == c->last) {
+            c->pos = 0;
+            c->last = 0;
+        }
+
+        if (c->last > c->pos || c->pstate == PROBE_P_DONE) {
+            rc = probe_h1_parse(c);
+            if (rc != PROBE_AGAIN) {
+                return rc;
+            }
+        }
+
+        if (c->last == PROBE_BUF_SIZE) {
+            if (c->pos == 0) {
+                return PROBE_ERROR;         /* a line too long */
+            }
+
+            memmove(c->buf, c->buf + c->pos, c->last - c->pos);
+            c->last -= c->pos;
+            c->pos = 0;
+        }
+
+        n = c->io->recv(c, c->buf + c->last, PROBE_BUF_SIZE - c->last);
+
+        if (n == PROBE_AGAIN) {
+            return PROBE_AGAIN;
+        }
+
+        if (n == 0) {
+            if (c->pstate == PROBE_P_EOF) {
+                c->pstate = PROBE_P_DONE;
+                c->close_after = 1;
+                return PROBE_OK;
+            }
+
+            return PROBE_ERROR;
+        }
+
+        if (n < 0) {
+            return PROBE_ERROR;
+        }
+
+        c->last += (size_t) n;
+        c->bytes_in += (uint64_t) n;
+    }
+}
+
+
+/* consumes c->buf[pos, last); PROBE_AGAIN when it needs more */
+
+static int
+probe_h1_parse(probe_conn_t *c)
+{
+    int       rc;
+    u_char   *p, *end, *eol;
+    size_t    avail;
+    int64_t   size;
+    unsigned  d;
+
+    for ( ;; ) {
+        p = c->buf + c->pos;
+        end = c->buf + c->last;
+        avail = (size_t) (end - p);
+
+        switch (c->pstate) {
+
+        case PROBE_P_HEAD:
+            eol = memmem(p, avail, "\r\n\r\n", 4);
+            if (eol == NULL) {
+                return PROBE_AGAIN;
+            }
+
+            rc = probe_h1_parse_head(c, p, eol + 4);
+            if (rc != PROBE_OK) {
+                return rc;
+            }
+
+            c->pos += (size_t) (eol + 4 - p);
+            break;
+
+        case PROBE_P_LENGTH:
+            if ((int64_t) avail >= c->rest) {
+                c->pos += (size_t) c->rest;
+                c->rest = 0;
+                c->pstate = PROBE_P_DONE;
+                break;
+            }
+
+            c->pos += avail;
+            c->rest -= (int64_t) avail;
+            return PROBE_AGAIN;
+
+        case PROBE_P_CHUNK:
+            eol = memmem(p, avail, "\r\n", 2);
+            if (eol == NULL) {
+                return PROBE_AGAIN;
+            }
+
+            size = 0;
+            for (d = 0; p + d < eol; d++) {
+                if (p[d] >= '0' && p[d] <= '9') {
+                    size = size * 16 + (p[d] - '0');
+
+                } else if ((p[d] | 0x20) >= 'a' && (p[d] | 0x20) <= 'f') {
+                    size = size * 16 + ((p[d] | 0x20) - 'a' + 10);
+
+                } else if (p[d] == ';' || p[d] == ' ' || p[d] == '\t') {
+                    break;
+
+                } else {
+                    return PROBE_ERROR;
+                }
+
+                if (size > ((int64_t) 1 << 48)) {
+                    return PROBE_ERROR;
+                }
+            }
+
+            if (d == 0) {
+                return PROBE_ERROR;
+            }
+
+            c->pos += (size_t) (eol + 2 - p);
+            c->rest = size;
+            c->pstate = size ? PROBE_P_DATA : PROBE_P_TRAILER;
+            break;
+
+        case PROBE_P_DATA:
+            if ((int64_t) avail >= c->rest) {
+                c->pos += (size_t) c->rest;
+                c->rest = 0;
+                c->pstate = PROBE_P_DATA_CRLF;
+                break;
+            }
+
+            c->pos += avail;
+            c->rest -= (int64_t) avail;
+            return PROBE_AGAIN;
+
+        case PROBE_P_DATA_CRLF:
+            if (avail < 2) {
+                return PROBE_AGAIN;
+            }
+
+            if (p[0] != '\r' || p[1] != '\n') {
+                return PROBE_ERROR;
+            }
+
+            c->pos += 2;
+            c->pstate = PROBE_P_CHUNK;
+            break;
+
+        case PROBE_P_TRAILER:
+            eol = memmem(p, avail, "\r\n", 2);
+            if (eol == NULL) {
+                return PROBE_AGAIN;
+            }
+
+            c->pos += (size_t) (eol + 2 - p);
+            if (eol == p) {
+                c->pstate = PROBE_P_DONE;
+            }
+            break;
+
+        case PROBE_P_EOF:
+            c->pos = c->last;
+            return PROBE_AGAIN;
+
+        default: /* PROBE_P_DONE */
+            if (c->pos != c->last) {
+                /* bytes past the response: the server misbehaves */
+                return PROBE_ERROR;
+            }
+
+            return PROBE_OK;
+        }
+    }
+}
+
+
+static int
+probe_h1_header_is(u_char *line, u_char *colon, const char *name)
+{
+    size_t  len;
+
+    len = strlen(name);
+
+    return (size_t) (colon - line) == len
+           && strncasecmp((char *) line, name, len) == 0;
+}
+
+
+static int
+probe_h1_value_has(u_char *v, u_char *eol, const char *token)
+{
+    size_t  len;
+
+    len = strlen(token);
+
+    for ( /* void */ ; v + len <= eol; v++) {
+        if (strncasecmp((char *) v, token, len) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* the status line and headers in [p, end), end after the empty line */
+
+static int
+probe_h1_parse_head(probe_conn_t *c, u_char *p, u_char *end)
+{
+    int       http10, chunked, keepalive, close, has_length;
+    char     *e;
+    u_char   *eol, *colon, *v;
+    int64_t   length;
+
+    if (end - p < 12 || memcmp(p, "HTTP/1.", 7) != 0
+        || (p[7] != '0' && p[7] != '1') || p[8] != ' '
+        || p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9'
+        || p[11] < '0' || p[11] > '9')
+    {
+        return PROBE_ERROR;
+    }
+
+    http10 = p[7] == '0';
+    c->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+
+    chunked = 0;
+    keepalive = 0;
+    close = 0;
+    has_length = 0;
+    length = 0;
+
+    eol = memmem(p, (size_t) (end - p), "\r\n", 2);
+
+    for (p = eol + 2; p < end - 2; p = eol + 2) {
+        eol = memmem(p, (size_t) (end - p), "\r\n", 2);
+
+        colon = memchr(p, ':', (size_t) (eol - p));
+        if (colon == NULL) {
+            return PROBE_ERROR;
+        }
+
+        for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++) {
+            /* void */
+        }
+
+        if (probe_h1_header_is(p, colon, "content-length")) {
+            errno = 0;
+            length = strtoll((char *) v, &e, 10);
+            if (errno || (u_char *) e == v || length < 0) {
+                return PROBE_ERROR;
+            }
+            has_length = 1;
+
+        } else if (probe_h1_header_is(p, colon, "transfer-encoding")) {
+            chunked = probe_h1_value_has(v, eol, "chunked");
+
+        } else if (probe_h1_header_is(p, colon, "connection")) {
+            close = probe_h1_value_has(v, eol, "close");
+            keepalive = probe_h1_value_has(v, eol, "keep-alive");
+        }
+    }
+
+    if (c->status < 200 && c->status != 101) {
+        /* an interim response: the final one follows */
+        c->pstate = PROBE_P_HEAD;
+        return PROBE_OK;
+    }
+
+    if (close || (http10 && !keepalive)) {
+        c->close_after = 1;
+    }
+
+    if (c->status == 204 || c->status == 304) {
+        c->pstate = PROBE_P_DONE;
+
+    } else if (chunked) {
+        c->pstate = PROBE_P_CHUNK;
+
+    } else if (has_length) {
+        c->rest = length;
+        c->pstate = length ? PROBE_P_LENGTH : PROBE_P_DONE;
+
+    } else {
+        c->pstate = PROBE_P_EOF;
+        c->close_after = 1;
+    }
+
+    return PROBE_OK;
+}
+
+
+static void
+probe_h1_close(probe_conn_t *c)
+{
+    c->io->close(c);
+    c->fd = -1;
+}
+
+
+/* plain TCP */
+
+static int
+probe_plain_handshake(probe_conn_t *c)
+{
+    (void) c;
+
+    return PROBE_OK;
+}
+
+
+static ssize_t
+probe_plain_recv(probe_conn_t *c, u_char *buf, size_t size)
+{
+    ssize_t  n;
+
+    n = recv(c->fd, buf, size, 0);
+
+    if (n == -1) {
+        return (errno == EAGAIN || errno == EINTR) ? PROBE_AGAIN
+                                                   : PROBE_ERROR;
+    }
+
+    return n;
+}
+
+
+static ssize_t
+probe_plain_send(probe_conn_t *c, const u_char *buf, size_t size)
+{
+    ssize_t  n;
+
+    n = send(c->fd, buf, size, MSG_NOSIGNAL);
+
+    if (n == -1) {
+        return (errno == EAGAIN || errno == EINTR) ? PROBE_AGAIN
+                                                   : PROBE_ERROR;
+    }
+
+    return n;
+}
+
+
+static void
+probe_plain_close(probe_conn_t *c)
+{
+    close(c->fd);
+}
+
+
+#if (WEIR_HAVE_OPENSSL)
+
+/* TLS: no certificate checks, the probe measures, it does not trust */
+
+static int
+probe_tls_init(void)
+{
+    static const u_char  alpn[] = "\x08http/1.1";
+
+    probe_ssl_ctx = SSL_CTX_new(TLS_client_method());
+    if (probe_ssl_ctx == NULL) {
+        fprintf(stderr, "weir-probe: SSL_CTX_new() failed\n");
+        return PROBE_ERROR;
+    }
+
+    SSL_CTX_set_verify(probe_ssl_ctx, SSL_VERIFY_NONE, NULL);
+    SSL_CTX_set_mode(probe_ssl_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE
+                                    | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+
+    if (SSL_CTX_set_alpn_protos(probe_ssl_ctx, alpn, sizeof(alpn) - 1)
+        != 0)
+    {
+        fprintf(stderr, "weir-probe: SSL_CTX_set_alpn_protos() failed\n");
+        return PROBE_ERROR;
+    }
+
+    return PROBE_OK;
+}
+
+
+static int
+probe_tls_handshake(probe_conn_t *c)
+{
+    int   rc, err;
+    SSL  *ssl;
+
+    ssl = c->ssl;
+
+    if (ssl == NULL) {
+        ssl = SSL_new(probe_ssl_ctx);
+        if (ssl == NULL) {
+            return PROBE_ERROR;
+        }
+
+        c->ssl = ssl;
+
+        if (SSL_set_fd(ssl, c->fd) != 1) {
+            return PROBE_ERROR;
+        }
+
+        SSL_set_connect_state(ssl);
+
+        if (c->url->host[0] != '[' && inet_addr(c->url->host) == INADDR_NONE)
+        {
+            (void) SSL_set_tlsext_host_name(ssl, c->url->host);
+        }
+    }
+
+    rc = SSL_do_handshake(ssl);
+    if (rc == 1) {
+        return PROBE_OK;
+    }
+
+    err = SSL_get_error(ssl, rc);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+        return PROBE_AGAIN;
+    }
+
+    ERR_clear_error();
+
+    return PROBE_ERROR;
+}
+
+
+static ssize_t
+probe_tls_recv(probe_conn_t *c, u_char *buf, size_t size)
+{
+    int  n, err;
+
+    n = SSL_read(c->ssl, buf, size > INT_MAX ? INT_MAX : (int) size);
+    if (n > 0) {
+        return n;
+    }
+
+    err = SSL_get_error(c->ssl, n);
+
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+        return PROBE_AGAIN;
+    }
+
+    if (err == SSL_ERROR_ZERO_RETURN) {
+        return 0;
+    }
+
+    ERR_clear_error();
+
+    /* a close without close_notify ends a read-until-close body too */
+    return err == SSL_ERROR_SYSCALL || err == SSL_ERROR_SSL ? 0 : PROBE_ERROR;
+}
+
+
+static ssize_t
+probe_tls_send(probe_conn_t *c, const u_char *buf, size_t size)
+{
+    int  n, err;
+
+    n = SSL_write(c->ssl, buf, size > INT_MAX ? INT_MAX : (int) size);
+    if (n > 0) {
+        return n;
+    }
+
+    err = SSL_get_error(c->ssl, n);
+
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+        return PROBE_AGAIN;
+    }
+
+    ERR_clear_error();
+
+    return PROBE_ERROR;
+}
+
+
+static void
+probe_tls_close(probe_conn_t *c)
+{
+    if (c->ssl != NULL) {
+        /* one try at close_notify; the socket closes regardless */
+        (void) SSL_shutdown(c->ssl);
+        ERR_clear_error();
+        SSL_free(c->ssl);
+        c->ssl = NULL;
+    }
+
+    close(c->fd);
+}
+
+#endif
+
+
+static void
+probe_fmt_time(char *buf, size_t size, uint64_t ns)
+{
+    if (ns < 10 * PROBE_NS_PER_MS) {
+        snprintf(buf, size, "%.3f ms", (double) ns / PROBE_NS_PER_MS);
+
+    } else if (ns < 10 * PROBE_NS_PER_SEC) {
+        snprintf(buf, size, "%.2f ms", (double) ns / PROBE_NS_PER_MS);
+
+    } else {
+        snprintf(buf, size, "%.2f s", (double) ns / PROBE_NS_PER_SEC);
+    }
+}
+
+
+static void
+probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
+    double cpu_user, double cpu_sys)
+{
+    int        i;
+    char       t[6][32];
+    double     rps;
+    uint64_t   errors, v[6];
+
+    errors = st->err_connect + st->err_timeout + st->err_read
+             + st->err_write + st->status[0] + st->status[1]
+             + st->status[4] + st->status[5];
+
+    rps = elapsed > 0 ? (double) st->requests / elapsed : 0;
+
+    v[0] = probe_hist_percentile(&st->hist, 50);
+    v[1] = probe_hist_percentile(&st->hist, 90);
+    v[2] = probe_hist_percentile(&st->hist, 99);
+    v[3] = probe_hist_percentile(&st->hist, 99.9);
+    v[4] = st->hist.max;
+    v[5] = st->hist.total ? st->hist.sum / st->hist.total : 0;
+
+    if (cf->csv) {
+        if (cf->csv_header) {
+            printf("proto,connections,mode,method,body,rate,duration_s,"
+                   "requests,rps,bytes_read,bytes_written,errors,"
+                   "err_connect,err_timeout,err_read,err_write,"
+                   "status_other,status_2xx,status_3xx,status_4xx,"
+                   "status_5xx,p50_us,p90_us,p99_us,p999_us,max_us,"
+                   "mean_us,cpu_user_s,cpu_sys_s\n");
+        }
+
+        printf("%s%s,%d,%s,%s,%zu,%.0f,%.3f,%llu,%.1f,%llu,%llu,%llu,"
+               "%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,",
+               cf->urls[0].tls ? "tls+" : "", probe_h1_proto.name,
+               cf->connections, cf->new_conn ? "new-conn" : "keep-alive",
+               cf->post ? "POST" : "GET", cf->body, cf->rate, elapsed,
+               (unsigned long long) st->requests, rps,
+               (unsigned long long) st->bytes_in,
+               (unsigned long long) st->bytes_out,
+               (unsigned long long) errors,
+               (unsigned long long) st->err_connect,
+               (unsigned long long) st->err_timeout,
+               (unsigned long long) st->err_read,
+               (unsigned long long) st->err_write,
+               (unsigned long long) (st->status[0] + st->status[1]),
+               (unsigned long long) st->status[2],
+               (unsigned long long) st->status[3],
+               (unsigned long long) st->status[4],
+               (unsigned long long) st->status[5]);
+
+        for (i = 0; i < 6; i++) {
+            printf("%.1f,", (double) v[i] / PROBE_NS_PER_US);
+        }
+
+        printf("%.3f,%.3f\n", cpu_user, cpu_sys);
+
+        fflush(stdout);
+        return;
+    }
+
+    for (i = 0; i < 6; i++) {
+        probe_fmt_time(t[i], sizeof(t[i]), v[i]);
+    }
+
+    printf("weir-probe: %s%s, %d connection%s, %s, %s",
+           cf->urls[0].tls ? "tls+" : "", probe_h1_proto.name,
+           cf->connections, cf->connections == 1 ? "" : "s",
+           cf->new_conn ? "new connection per request" : "keep-alive",
+           cf->post ? "POST" : "GET");
+
+    if (cf->post) {
+        printf(" %zu bytes", cf->body);
+    }
+
+    printf(", %d URL%s", cf->nurls, cf->nurls == 1 ? "" : "s");
+
+    if (cf->rate > 0) {
+        printf(", %.0f req/s paced", cf->rate);
+    }
+
+    printf("\n  measured   %.2f s after %.2f s of warm-up\n"
+           "  requests   %llu, %.1f req/s\n"
+           "  bytes      read %llu (%.2f MiB/s), written %llu\n"
+           "  errors     %llu (connect %llu, timeout %llu, read %llu, "
+           "write %llu, status %llu)\n"
+           "  status     2xx %llu, 3xx %llu, 4xx %llu, 5xx %llu, "
+           "other %llu\n"
+           "  latency    p50 %s, p90 %s, p99 %s, p99.9 %s, max %s, "
+           "mean %s\n"
+           "  cpu        user %.2f s, system %.2f s (%.0f%% of a core)\n",
+           elapsed, cf->warmup,
+           (unsigned long long) st->requests, rps,
+           (unsigned long long) st->bytes_in,
+           elapsed > 0 ? (double) st->bytes_in / elapsed / 1048576 : 0,
+           (unsigned long long) st->bytes_out,
+           (unsigned long long) errors,
+           (unsigned long long) st->err_connect,
+           (unsigned long long) st->err_timeout,
+           (unsigned long long) st->err_read,
+           (unsigned long long) st->err_write,
+           (unsigned long long) (st->status[0] + st->status[1]
+                                 + st->status[4] + st->status[5]),
+           (unsigned long long) st->status[2],
+           (unsigned long long) st->status[3],
+           (unsigned long long) st->status[4],
+           (unsigned long long) st->status[5],
+           (unsigned long long) (st->status[0] + st->status[1]),
+           t[0], t[1], t[2], t[3], t[4], t[5],
+           cpu_user, cpu_sys,
+           elapsed > 0 ? (cpu_user + cpu_sys) / elapsed * 100 : 0);
+
+    fflush(stdout);
+}

@@ -1,0 +1,1098 @@
+/*
+ * weir-probe origin: a benchmark HTTP/1.1 server on one epoll loop.
+ *
+ * Answers by path: /tiny, /size/N, /chunked/N, /delay/MS/<path>, /echo,
+ * /early, /stats (see tools/probe/README.md). Keep-alive and pipelining;
+ * request bodies (content-length or chunked) are read on every path.
+ */
+
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_probe.h"
+
+
+#define PO_OK          0
+#define PO_ERROR      -1
+#define PO_AGAIN      -2
+
+#define PO_IN_SIZE     16384
+#define PO_OUT_SIZE    32768
+#define PO_CHUNK       8192
+#define PO_EARLY       8192
+#define PO_MAX_LISTEN  16
+
+#define PO_LISTENER    1
+#define PO_CONN        2
+
+/* routes */
+#define PO_TINY        0
+#define PO_SIZE        1
+#define PO_CHUNKED     2
+#define PO_ECHO        3
+#define PO_EARLY_RESP  4
+#define PO_STATS       5
+#define PO_NOT_FOUND   6
+
+/* request body states */
+#define PO_B_NONE      0
+#define PO_B_LENGTH    1
+#define PO_B_SIZE      2
+#define PO_B_DATA      3
+#define PO_B_CRLF      4
+#define PO_B_TRAILER   5
+#define PO_B_DONE      6
+
+
+typedef struct {
+    int                 kind;
+    int                 fd;
+} po_listener_t;
+
+
+typedef struct po_conn_s  po_conn_t;
+
+struct po_conn_s {
+    int                 kind;
+    int                 fd;
+    po_conn_t          *next_free;
+    po_conn_t          *next_all;    /* keeps open ones reachable */
+    uint64_t            serial;      /* tells stale timers apart */
+
+    u_char             *in;
+    size_t              ipos;
+    size_t              ilast;
+    u_char             *out;
+    size_t              opos;
+    size_t              olast;
+
+    unsigned            route;
+    unsigned            bstate;
+    int64_t             brest;       /* of the body or of the chunk */
+    uint64_t            body_read;
+    int64_t             rest;        /* response body bytes to produce */
+    uint64_t            start_at;
+
+    unsigned            have_head:1;
+    unsigned            http10:1;
+    unsigned            keepalive:1;
+    unsigned            started:1;
+    unsigned            resp_done:1;
+    unsigned            resp_chunked:1;
+    unsigned            timer:1;
+};
+
+
+typedef struct {
+    uint64_t            at;
+    po_conn_t          *c;
+    uint64_t            serial;
+} po_timer_t;
+
+
+static void po_accept(po_listener_t *ls);
+static void po_handle(po_conn_t *c);
+static void po_close(po_conn_t *c);
+static int po_parse_head(po_conn_t *c);
+static int po_body(po_conn_t *c);
+static void po_start(po_conn_t *c);
+static void po_fill(po_conn_t *c);
+static void po_timer_add(po_conn_t *c, uint64_t at);
+static po_timer_t *po_timer_min(void);
+static void po_timer_pop(void);
+static void po_usage(void);
+
+
+static int                    po_ep = -1;
+static po_conn_t             *po_free;
+static po_conn_t             *po_all;
+static uint64_t               po_serial;
+static uint64_t               po_accepted;
+static uint64_t               po_requests;
+static uint64_t               po_open;
+static po_timer_t            *po_timers;
+static size_t                 po_ntimers;
+static size_t                 po_timers_size;
+static u_char                 po_pattern[PO_CHUNK];
+static volatile sig_atomic_t  po_stop;
+
+/* 64 bytes: the /tiny body */
+static const char  po_tiny[] =
+    "weir-probe origin: a tiny response of sixty-four bytes, exactly\n";
+
+
+static void
+po_signal(int signo)
+{
+    (void) signo;
+    po_stop = 1;
+}
+
+
+int
+probe_origin_main(int argc, char **argv)
+{
+    int                       i, n, nls, one, timeout;
+    char                      host[256];
+    uint64_t                  now;
+    socklen_t                 len;
+    po_timer_t               *t;
+    po_conn_t                *c;
+    po_listener_t             ls[PO_MAX_LISTEN];
+    struct sigaction          sa;
+    struct epoll_event        ee, events[256];
+    struct sockaddr_storage   ss;
+
+    nls = 0;
+
+    po_ep = epoll_create1(EPOLL_CLOEXEC);
+    if (po_ep == -1) {
+        perror("weir-probe origin: epoll_create1()");
+        return 2;
+    }
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            po_usage();
+            return 0;
+        }
+
+        if (strcmp(argv[i], "-l") != 0 || i + 1 == argc) {
+            po_usage();
+            return 2;
+        }
+
+        i++;
+
+        if (nls == PO_MAX_LISTEN
+            || probe_parse_addr(argv[i], &ss, &len, host, sizeof(host),
+                                NULL)
+               != 0)
+        {
+            fprintf(stderr, "weir-probe origin: invalid -l \"%s\" "
+                    "(a numeric ADDR:PORT)\n", argv[i]);
+            return 2;
+        }
+
+        ls[nls].kind = PO_LISTENER;
+        ls[nls].fd = socket(ss.ss_family,
+                            SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (ls[nls].fd == -1) {
+            perror("weir-probe origin: socket()");
+            return 2;
+        }
+
+        one = 1;
+        (void) setsockopt(ls[nls].fd, SOL_SOCKET, SO_REUSEADDR, &one,
+                          sizeof(one));
+
+        if (bind(ls[nls].fd, (struct sockaddr *) &ss, len) == -1
+            || listen(ls[nls].fd, 4096) == -1)
+        {
+            fprintf(stderr, "weir-probe origin: %s: %s\n", argv[i],
+                    strerror(errno));
+            return 2;
+        }
+
+        len = sizeof(ss);
+        if (getsockname(ls[nls].fd, (struct sockaddr *) &ss, &len) == 0) {
+            printf("weir-probe origin: listening on %s%s%s:%d\n",
+                   ss.ss_family == AF_INET6 ? "[" : "", host,
+                   ss.ss_family == AF_INET6 ? "]" : "",
+                   ntohs(((struct sockaddr_in *) &ss)->sin_port));
+        }
+
+        ee.events = EPOLLIN;
+        ee.data.ptr = &ls[nls];
+
+        if (epoll_ctl(po_ep, EPOLL_CTL_ADD, ls[nls].fd, &ee) == -1) {
+            perror("weir-probe origin: epoll_ctl()");
+            return 2;
+        }
+
+        nls++;
+    }
+
+    if (nls == 0) {
+        po_usage();
+        return 2;
+    }
+
+    for (i = 0; i < PO_CHUNK; i++) {
+        po_pattern[i] = (u_char) ('a' + i % 26);
+    }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = po_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    fflush(stdout);
+
+    while (!po_stop) {
+        /* bounded: a signal just before epoll_wait is seen within 100 ms */
+        timeout = 100;
+
+        t = po_timer_min();
+        if (t != NULL) {
+            now = probe_now();
+            n = t->at > now
+                ? (int) ((t->at - now + PROBE_NS_PER_MS - 1)
+                         / PROBE_NS_PER_MS)
+                : 0;
+            timeout = n < timeout ? n : timeout;
+        }
+
+        n = epoll_wait(po_ep, events, 256, timeout);
+
+        if (n == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+
+            perror("weir-probe origin: epoll_wait()");
+            return 2;
+        }
+
+        for (i = 0; i < n; i++) {
+            if (*(int *) events[i].data.ptr == PO_LISTENER) {
+                po_accept(events[i].data.ptr);
+
+            } else {
+                po_handle(events[i].data.ptr);
+            }
+        }
+
+        now = probe_now();
+
+        for ( ;; ) {
+            t = po_timer_min();
+            if (t == NULL || t->at > now) {
+                break;
+            }
+
+            c = t->c;
+            if (t->serial != c->serial) {
+                po_timer_pop();
+                continue;
+            }
+
+            po_timer_pop();
+            c->timer = 0;
+            po_handle(c);
+        }
+    }
+
+    printf("weir-probe origin: accepted %llu connections, %llu requests\n",
+           (unsigned long long) po_accepted,
+           (unsigned long long) po_requests);
+    fflush(stdout);
+
+    return 0;
+}
+
+
+static void
+po_usage(void)
+{
+    printf("usage: weir-probe origin -l ADDR:PORT [-l ADDR:PORT ...]\n"
+           "  paths: /tiny /size/N /chunked/N /delay/MS/<path> /echo "
+           "/early /stats\n"
+           "  prints the accepted connections on SIGTERM or SIGINT\n");
+}
+
+
+static void
+po_accept(po_listener_t *ls)
+{
+    int                  fd, one;
+    po_conn_t           *c;
+    struct epoll_event   ee;
+
+    for ( ;; ) {
+        fd = accept4(ls->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd == -1) {
+            if (errno == EINTR || errno == ECONNABORTED) {
+                continue;
+            }
+
+            /* EAGAIN, or out of descriptors: try at the next event */
+            return;
+        }
+
+        c = po_free;
+
+        if (c != NULL) {
+            po_free = c->next_free;
+
+        } else {
+            c = calloc(1, sizeof(po_conn_t));
+            if (c == NULL) {
+                close(fd);
+                continue;
+            }
+
+            c->kind = PO_CONN;
+            c->next_all = po_all;
+            po_all = c;
+            c->in = malloc(PO_IN_SIZE);
+            c->out = malloc(PO_OUT_SIZE);
+
+            if (c->in == NULL || c->out == NULL) {
+                /* kept on po_all, without buffers: never handed out */
+                free(c->in);
+                free(c->out);
+                c->in = NULL;
+                c->out = NULL;
+                close(fd);
+                continue;
+            }
+        }
+
+        c->fd = fd;
+        c->serial = ++po_serial;
+        c->ipos = 0;
+        c->ilast = 0;
+        c->opos = 0;
+        c->olast = 0;
+        c->have_head = 0;
+        c->timer = 0;
+
+        one = 1;
+        (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+        ee.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+        ee.data.ptr = c;
+
+        if (epoll_ctl(po_ep, EPOLL_CTL_ADD, fd, &ee) == -1) {
+            close(fd);
+            c->next_free = po_free;
+            po_free = c;
+            continue;
+        }
+
+        po_accepted++;
+        po_open++;
+
+        po_handle(c);
+    }
+}
+
+
+static void
+po_close(po_conn_t *c)
+{
+    close(c->fd);
+    c->fd = -1;
+    c->serial = ++po_serial;
+    c->next_free = po_free;
+    po_free = c;
+    po_open--;
+}
+
+
+/* runs one connection until every step would block or wait for a timer */
+
+static void
+po_handle(po_conn_t *c)
+{
+    int       progress, rc;
+    size_t    need;
+    ssize_t   n;
+    uint64_t  now;
+
+    for ( ;; ) {
+        progress = 0;
+
+        if (!c->have_head) {
+            rc = po_parse_head(c);
+
+            if (rc == PO_ERROR) {
+                po_close(c);
+                return;
+            }
+
+            if (rc == PO_OK) {
+                progress = 1;
+            }
+        }
+
+        if (c->have_head) {
+            if (!c->started && !c->timer) {
+                now = probe_now();
+
+                if (c->start_at > now) {
+                    po_timer_add(c, c->start_at);
+
+                    if (!c->timer) {
+                        progress = 1;       /* no timer: no delay */
+                    }
+
+                } else if (c->route != PO_EARLY_RESP
+                           || c->body_read >= PO_EARLY
+                           || c->bstate == PO_B_DONE)
+                {
+                    po_start(c);
+                    progress = 1;
+                }
+            }
+
+            rc = po_body(c);
+
+            if (rc == PO_ERROR) {
+                po_close(c);
+                return;
+            }
+
+            if (rc == PO_OK) {
+                progress = 1;
+            }
+
+            if (c->started && !c->resp_done) {
+                po_fill(c);
+            }
+        }
+
+        if (c->olast > c->opos) {
+            n = send(c->fd, c->out + c->opos, c->olast - c->opos,
+                     MSG_NOSIGNAL);
+
+            if (n > 0) {
+                c->opos += (size_t) n;
+                progress = 1;
+
+                if (c->opos == c->olast) {
+                    c->opos = 0;
+                    c->olast = 0;
+                }
+
+            } else if (n == -1 && errno != EAGAIN && errno != EINTR) {
+                po_close(c);
+                return;
+            }
+        }
+
+        if (c->have_head && c->resp_done && c->olast == 0
+            && c->bstate == PO_B_DONE)
+        {
+            if (!c->keepalive) {
+                po_close(c);
+                return;
+            }
+
+            c->have_head = 0;
+            continue;
+        }
+
+        /* read when the head is incomplete or body bytes can go on */
+
+        need = !c->have_head
+               || (c->bstate != PO_B_DONE
+                   && (c->route != PO_ECHO
+                       || (c->started && PO_OUT_SIZE - c->olast > 64)));
+
+        if (need && c->ipos == c->ilast) {
+            c->ipos = 0;
+            c->ilast = 0;
+        }
+
+        if (need && c->ilast == PO_IN_SIZE && c->ipos > 0) {
+            memmove(c->in, c->in + c->ipos, c->ilast - c->ipos);
+            c->ilast -= c->ipos;
+            c->ipos = 0;
+        }
+
+        if (need && c->ilast < PO_IN_SIZE) {
+            n = recv(c->fd, c->in + c->ilast, PO_IN_SIZE - c->ilast, 0);
+
+            if (n > 0) {
+                c->ilast += (size_t) n;
+                progress = 1;
+
+            } else if (n == 0
+                       || (n == -1 && errno != EAGAIN && errno != EINTR))
+            {
+                po_close(c);
+                return;
+            }
+        }
+
+        if (!progress) {
+            return;
+        }
+    }
+}
+
+
+static int
+po_header_is(u_char *line, u_char *colon, const char *name)
+{
+    size_t  len;
+
+    len = strlen(name);
+
+    return (size_t) (colon - line) == len
+           && strncasecmp((char *) line, name, len) == 0;
+}
+
+
+static int
+po_value_has(u_char *v, u_char *eol, const char *token)
+{
+    size_t  len;
+
+    len = strlen(token);
+
+    for ( /* void */ ; v + len <= eol; v++) {
+        if (strncasecmp((char *) v, token, len) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* the request head in c->in: PO_OK when one was taken, PO_AGAIN if none */
+
+static int
+po_parse_head(po_conn_t *c)
+{
+    int        http10, close, keepalive, chunked, has_length;
+    char      *e, path[256];
+    u_char    *p, *end, *eol, *sp, *uri, *colon, *v;
+    size_t     ulen;
+    int64_t    length;
+    uint64_t   delay;
+
+    p = c->in + c->ipos;
+    end = memmem(p, c->ilast - c->ipos, "\r\n\r\n", 4);
+
+    if (end == NULL) {
+        return (c->ilast == PO_IN_SIZE && c->ipos == 0) ? PO_ERROR
+                                                         : PO_AGAIN;
+    }
+
+    end += 4;
+    eol = memmem(p, (size_t) (end - p), "\r\n", 2);
+
+    sp = memchr(p, ' ', (size_t) (eol - p));
+    if (sp == NULL) {
+        return PO_ERROR;
+    }
+
+    uri = sp + 1;
+    sp = memchr(uri, ' ', (size_t) (eol - uri));
+    if (sp == NULL || eol - sp != 9 || memcmp(sp + 1, "HTTP/1.", 7) != 0) {
+        return PO_ERROR;
+    }
+
+    http10 = sp[8] == '0';
+    ulen = (size_t) (sp - uri);
+    if (ulen >= sizeof(path)) {
+        ulen = sizeof(path) - 1;
+    }
+
+    memcpy(path, uri, ulen);
+    path[ulen] = '\0';
+
+    close = 0;
+    keepalive = 0;
+    chunked = 0;
+    has_length = 0;
+    length = 0;
+
+    for (p = eol + 2; p < end - 2; p = eol + 2) {
+        eol = memmem(p, (size_t) (end - p), "\r\n", 2);
+
+        colon = memchr(p, ':', (size_t) (eol - p));
+        if (colon == NULL) {
+            return PO_ERROR;
+        }
+
+        for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++) {
+            /* void */
+        }
+
+        if (po_header_is(p, colon, "content-length")) {
+            errno = 0;
+            length = strtoll((char *) v, &e, 10);
+            if (errno || (u_char *) e == v || length < 0) {
+                return PO_ERROR;
+            }
+            has_length = 1;
+
+        } else if (po_header_is(p, colon, "transfer-encoding")) {
+            chunked = po_value_has(v, eol, "chunked");
+
+        } else if (po_header_is(p, colon, "connection")) {
+            close = po_value_has(v, eol, "close");
+            keepalive = po_value_has(v, eol, "keep-alive");
+        }
+    }
+
+    c->ipos = (size_t) (end - c->in);
+    c->have_head = 1;
+    c->http10 = http10;
+    c->keepalive = http10 ? keepalive && !close : !close;
+    c->started = 0;
+    c->resp_done = 0;
+    c->resp_chunked = 0;
+    c->body_read = 0;
+    c->start_at = 0;
+    c->rest = 0;
+
+    if (chunked) {
+        c->bstate = PO_B_SIZE;
+
+    } else if (has_length && length > 0) {
+        c->bstate = PO_B_LENGTH;
+        c->brest = length;
+
+    } else {
+        c->bstate = PO_B_DONE;
+        c->brest = 0;
+    }
+
+    po_requests++;
+
+    /* /delay/MS/<path>: MS first, then <path> ("/tiny" when empty) */
+
+    uri = (u_char *) path;
+
+    if (strncmp(path, "/delay/", 7) == 0) {
+        delay = strtoull(path + 7, &e, 10);
+        if (delay > 3600000) {
+            delay = 3600000;
+        }
+
+        c->start_at = probe_now() + delay * PROBE_NS_PER_MS;
+        uri = (u_char *) (*e == '/' && e[1] != '\0' ? e : "/tiny");
+    }
+
+    e = strchr((char *) uri, '?');
+    if (e != NULL) {
+        *e = '\0';
+    }
+
+    if (strcmp((char *) uri, "/tiny") == 0) {
+        c->route = PO_TINY;
+
+    } else if (strncmp((char *) uri, "/size/", 6) == 0
+               || strncmp((char *) uri, "/chunked/", 9) == 0)
+    {
+        c->route = uri[1] == 's' ? PO_SIZE : PO_CHUNKED;
+        v = uri + (uri[1] == 's' ? 6 : 9);
+        errno = 0;
+        length = strtoll((char *) v, &e, 10);
+
+        if (errno || (u_char *) e == v || *e != '\0' || length < 0) {
+            c->route = PO_NOT_FOUND;
+        }
+
+        c->rest = length;
+
+    } else if (strcmp((char *) uri, "/echo") == 0) {
+        c->route = PO_ECHO;
+        c->resp_chunked = chunked;
+        c->rest = chunked ? 0 : length;
+
+    } else if (strcmp((char *) uri, "/early") == 0) {
+        c->route = PO_EARLY_RESP;
+
+    } else if (strcmp((char *) uri, "/stats") == 0) {
+        c->route = PO_STATS;
+
+    } else {
+        c->route = PO_NOT_FOUND;
+    }
+
+    return PO_OK;
+}
+
+
+/* the response head, and the whole of a small response */
+
+static void
+po_start(po_conn_t *c)
+{
+    int          n;
+    char        *out;
+    size_t       size;
+    const char  *conn;
+
+    c->started = 1;
+    out = (char *) c->out + c->olast;
+    size = PO_OUT_SIZE - c->olast;
+    conn = !c->keepalive ? "Connection: close\r\n"
+           : c->http10 ? "Connection: keep-alive\r\n" : "";
+
+    switch (c->route) {
+
+    case PO_TINY:
+        n = snprintf(out, size, "HTTP/1.1 200 OK\r\nServer: weir-probe\r\n"
+                     "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
+                     "%s\r\n%s", sizeof(po_tiny) - 1, conn, po_tiny);
+        c->resp_done = 1;
+        break;
+
+    case PO_SIZE:
+    case PO_CHUNKED:
+    case PO_ECHO:
+        if (c->route == PO_CHUNKED || c->resp_chunked) {
+            c->resp_chunked = 1;
+            n = snprintf(out, size, "HTTP/1.1 200 OK\r\nServer: weir-probe"
+                         "\r\nContent-Type: application/octet-stream\r\n"
+                         "Transfer-Encoding: chunked\r\n%s\r\n", conn);
+
+        } else {
+            n = snprintf(out, size, "HTTP/1.1 200 OK\r\nServer: weir-probe"
+                         "\r\nContent-Type: application/octet-stream\r\n"
+                         "Content-Length: %lld\r\n%s\r\n",
+                         (long long) c->rest, conn);
+        }
+        break;
+
+    case PO_EARLY_RESP:
+        n = snprintf(out, size, "HTTP/1.1 200 OK\r\nServer: weir-probe\r\n"
+                     "Content-Length: 6\r\n%s\r\nearly\n", conn);
+        c->resp_done = 1;
+        break;
+
+    case PO_STATS:
+        n = snprintf(out, size, "HTTP/1.1 200 OK\r\nServer: weir-probe\r\n"
+                     "Content-Type: text/plain\r\nContent-Length: %d\r\n"
+                     "%s\r\n",
+                     snprintf(NULL, 0, "connections %llu\nrequests %llu\n"
+                              "open %llu\n",
+                              (unsigned long long) po_accepted,
+                              (unsigned long long) po_requests,
+                              (unsigned long long) po_open),
+                     conn);
+        if (n > 0 && (size_t) n < size) {
+            n += snprintf(out + n, size - (size_t) n,
+                          "connections %llu\nrequests %llu\nopen %llu\n",
+                          (unsigned long long) po_accepted,
+                          (unsigned long long) po_requests,
+                          (unsigned long long) po_open);
+        }
+        c->resp_done = 1;
+        break;
+
+    default:
+        n = snprintf(out, size, "HTTP/1.1 404 Not Found\r\nServer: "
+                     "weir-probe\r\nContent-Length: 10\r\n%s\r\n"
+                     "not found\n", conn);
+        c->resp_done = 1;
+        break;
+    }
+
+    /* the buffer is empty at the start of a response: all of it fits */
+    if (n > 0 && (size_t) n < size) {
+        c->olast += (size_t) n;
+    }
+}
+
+
+/* generated bodies (/size, /chunked) into the output buffer */
+
+static void
+po_fill(po_conn_t *c)
+{
+    int      n;
+    size_t   take, room;
+
+    if (c->route == PO_ECHO) {
+        if (c->bstate == PO_B_DONE) {
+            if (c->resp_chunked) {
+                if (PO_OUT_SIZE - c->olast < 5) {
+                    return;
+                }
+
+                memcpy(c->out + c->olast, "0\r\n\r\n", 5);
+                c->olast += 5;
+            }
+
+            c->resp_done = 1;
+        }
+
+        return;
+    }
+
+    for ( ;; ) {
+        room = PO_OUT_SIZE - c->olast;
+
+        if (c->rest == 0) {
+            if (c->resp_chunked) {
+                if (room < 5) {
+                    return;
+                }
+
+                memcpy(c->out + c->olast, "0\r\n\r\n", 5);
+                c->olast += 5;
+            }
+
+            c->resp_done = 1;
+            return;
+        }
+
+        if (c->resp_chunked) {
+            if (room < 32) {
+                return;
+            }
+
+            take = (size_t) c->rest < PO_CHUNK ? (size_t) c->rest : PO_CHUNK;
+            if (take > room - 16) {
+                take = room - 16;
+            }
+
+            n = snprintf((char *) c->out + c->olast, room, "%zx\r\n", take);
+            c->olast += (size_t) n;
+            memcpy(c->out + c->olast, po_pattern, take);
+            c->olast += take;
+            memcpy(c->out + c->olast, "\r\n", 2);
+            c->olast += 2;
+
+        } else {
+            if (room == 0) {
+                return;
+            }
+
+            take = (size_t) c->rest < room ? (size_t) c->rest : room;
+            if (take > PO_CHUNK) {
+                take = PO_CHUNK;
+            }
+
+            memcpy(c->out + c->olast, po_pattern, take);
+            c->olast += take;
+        }
+
+        c->rest -= (int64_t) take;
+    }
+}
+
+
+/*
+ * Consumes request body bytes in c->in: drained, or with /echo copied
+ * to the output once the response head is out. PO_OK when it took any.
+ */
+
+static int
+po_body(po_conn_t *c)
+{
+    int       n, progress;
+    u_char   *p, *end, *eol;
+    size_t    avail, take, room;
+    int64_t   size;
+    unsigned  d;
+
+    progress = 0;
+
+    for ( ;; ) {
+        p = c->in + c->ipos;
+        end = c->in + c->ilast;
+        avail = (size_t) (end - p);
+
+        switch (c->bstate) {
+
+        case PO_B_LENGTH:
+        case PO_B_DATA:
+            if (avail == 0) {
+                return progress ? PO_OK : PO_AGAIN;
+            }
+
+            take = (int64_t) avail < c->brest ? avail : (size_t) c->brest;
+
+            if (c->route == PO_ECHO) {
+                if (!c->started) {
+                    return progress ? PO_OK : PO_AGAIN;
+                }
+
+                room = PO_OUT_SIZE - c->olast;
+                room = room > 16 ? room - 16 : 0;
+                take = take < room ? take : room;
+
+                if (take == 0) {
+                    return progress ? PO_OK : PO_AGAIN;
+                }
+
+                if (c->resp_chunked) {
+                    n = snprintf((char *) c->out + c->olast, 16, "%zx\r\n",
+                                 take);
+                    c->olast += (size_t) n;
+                }
+
+                memcpy(c->out + c->olast, p, take);
+                c->olast += take;
+
+                if (c->resp_chunked) {
+                    memcpy(c->out + c->olast, "\r\n", 2);
+                    c->olast += 2;
+                }
+            }
+
+            c->ipos += take;
+            c->brest -= (int64_t) take;
+            c->body_read += take;
+            progress = 1;
+
+            if (c->brest == 0) {
+                c->bstate = c->bstate == PO_B_LENGTH ? PO_B_DONE : PO_B_CRLF;
+            }
+
+            break;
+
+        case PO_B_SIZE:
+            eol = memmem(p, avail, "\r\n", 2);
+            if (eol == NULL) {
+                if (avail > 1024) {
+                    return PO_ERROR;
+                }
+
+                return progress ? PO_OK : PO_AGAIN;
+            }
+
+            size = 0;
+            for (d = 0; p + d < eol; d++) {
+                if (p[d] >= '0' && p[d] <= '9') {
+                    size = size * 16 + (p[d] - '0');
+
+                } else if ((p[d] | 0x20) >= 'a' && (p[d] | 0x20) <= 'f') {
+                    size = size * 16 + ((p[d] | 0x20) - 'a' + 10);
+
+                } else if (p[d] == ';' || p[d] == ' ' || p[d] == '\t') {
+                    break;
+
+                } else {
+                    return PO_ERROR;
+                }
+
+                if (size > ((int64_t) 1 << 48)) {
+                    return PO_ERROR;
+                }
+            }
+
+            if (d == 0) {
+                return PO_ERROR;
+            }
+
+            c->ipos += (size_t) (eol + 2 - p);
+            c->brest = size;
+            c->bstate = size ? PO_B_DATA : PO_B_TRAILER;
+            progress = 1;
+            break;
+
+        case PO_B_CRLF:
+            if (avail < 2) {
+                return progress ? PO_OK : PO_AGAIN;
+            }
+
+            if (p[0] != '\r' || p[1] != '\n') {
+                return PO_ERROR;
+            }
+
+            c->ipos += 2;
+            c->bstate = PO_B_SIZE;
+            progress = 1;
+            break;
+
+        case PO_B_TRAILER:
+            eol = memmem(p, avail, "\r\n", 2);
+            if (eol == NULL) {
+                return progress ? PO_OK : PO_AGAIN;
+            }
+
+            c->ipos += (size_t) (eol + 2 - p);
+            if (eol == p) {
+                c->bstate = PO_B_DONE;
+            }
+            progress = 1;
+            break;
+
+        default:
+            return progress ? PO_OK : PO_AGAIN;
+        }
+    }
+}
+
+
+/* timers: a binary min-heap; a closed connection's entries go stale */
+
+static void
+po_timer_add(po_conn_t *c, uint64_t at)
+{
+    size_t       i, parent, size;
+    po_timer_t  *t, tmp;
+
+    if (po_ntimers == po_timers_size) {
+        size = po_timers_size ? po_timers_size * 2 : 256;
+        t = realloc(po_timers, size * sizeof(po_timer_t));
+        if (t == NULL) {
+            /* no timer: answer without the delay rather than never */
+            c->start_at = 0;
+            return;
+        }
+
+        po_timers = t;
+        po_timers_size = size;
+    }
+
+    i = po_ntimers++;
+    po_timers[i].at = at;
+    po_timers[i].c = c;
+    po_timers[i].serial = c->serial;
+    c->timer = 1;
+
+    while (i > 0) {
+        parent = (i - 1) / 2;
+        if (po_timers[parent].at <= po_timers[i].at) {
+            break;
+        }
+
+        tmp = po_timers[parent];
+        po_timers[parent] = po_timers[i];
+        po_timers[i] = tmp;
+        i = parent;
+    }
+}
+
+
+static po_timer_t *
+po_timer_min(void)
+{
+    return po_ntimers ? &po_timers[0] : NULL;
+}
+
+
+static void
+po_timer_pop(void)
+{
+    size_t      i, l, r, m;
+    po_timer_t  tmp;
+
+    po_timers[0] = po_timers[--po_ntimers];
+    i = 0;
+
+    for ( ;; ) {
+        l = 2 * i + 1;
+        r = l + 1;
+        m = i;
+
+        if (l < po_ntimers && po_timers[l].at < po_timers[m].at) {
+            m = l;
+        }
+
+        if (r < po_ntimers && po_timers[r].at < po_timers[m].at) {
+            m = r;
+        }
+
+        if (m == i) {
+            return;
+        }
+
+        tmp = po_timers[m];
+        po_timers[m] = po_timers[i];
+        po_timers[i] = tmp;
+        i = m;
+    }
+}
