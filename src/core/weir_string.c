@@ -570,3 +570,40 @@ weir_pstrfmt(weir_pool_t *pool, weir_str_t *out, const char *fmt, ...)
 
     return WEIR_OK;
 }
+
+
+unsigned char *
+weir_sprint_uint(unsigned char *p, uint64_t n)
+{
+    unsigned char   tmp[WEIR_INT_T_LEN];
+    unsigned char  *t;
+
+    /* digits come out least significant first */
+    t = tmp + sizeof(tmp);
+
+    do {
+        *--t = (unsigned char) ('0' + n % 10);
+        n /= 10;
+    } while (n);
+
+    return weir_cpymem(p, t, (size_t) (tmp + sizeof(tmp) - t));
+}
+
+
+unsigned char *
+weir_sprint_hex(unsigned char *p, uint64_t n)
+{
+    unsigned char   tmp[WEIR_INT_T_LEN];
+    unsigned char  *t;
+
+    static const char  hex[] = "0123456789abcdef";
+
+    t = tmp + sizeof(tmp);
+
+    do {
+        *--t = (unsigned char) hex[n & 0xf];
+        n >>= 4;
+    } while (n);
+
+    return weir_cpymem(p, t, (size_t) (tmp + sizeof(tmp) - t));
+}

@@ -86,4 +86,10 @@ unsigned char *weir_vslprintf(unsigned char *buf, unsigned char *last,
 weir_int_t weir_pstrfmt(weir_pool_t *pool, weir_str_t *out,
     const char *fmt, ...) WEIR_PRINTF(3, 4);
 
+/* n in decimal or lowercase hex at p, no NUL; returns the end. The caller
+ * leaves room for WEIR_INT_T_LEN bytes. For the per-response paths, where
+ * a printf call costs more than building the rest of the header. */
+unsigned char *weir_sprint_uint(unsigned char *p, uint64_t n);
+unsigned char *weir_sprint_hex(unsigned char *p, uint64_t n);
+
 #endif /* _WEIR_STRING_H_INCLUDED_ */

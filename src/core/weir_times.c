@@ -100,10 +100,49 @@ weir_time_update(void)
 unsigned char *
 weir_http_time(unsigned char *buf, time_t t)
 {
-    struct tm  gmt;
-    int        n;
+    struct tm       gmt;
+    int             n, year;
+    unsigned char  *p;
 
     gmtime_r(&t, &gmt);
+
+    year = gmt.tm_year + 1900;
+
+    /*
+     * Written digit by digit: every static response carries a
+     * Last-Modified, and snprintf() cost ten times the gmtime_r() call.
+     * Years outside 1000-9999 keep the printf rendering.
+     */
+
+    if (year >= 1000 && year <= 9999) {
+        p = weir_cpymem(buf, weir_week[gmt.tm_wday], 3);
+        *p++ = ',';
+        *p++ = ' ';
+        *p++ = (unsigned char) ('0' + gmt.tm_mday / 10);
+        *p++ = (unsigned char) ('0' + gmt.tm_mday % 10);
+        *p++ = ' ';
+        p = weir_cpymem(p, weir_months[gmt.tm_mon], 3);
+        *p++ = ' ';
+        *p++ = (unsigned char) ('0' + year / 1000);
+        *p++ = (unsigned char) ('0' + year / 100 % 10);
+        *p++ = (unsigned char) ('0' + year / 10 % 10);
+        *p++ = (unsigned char) ('0' + year % 10);
+        *p++ = ' ';
+        *p++ = (unsigned char) ('0' + gmt.tm_hour / 10);
+        *p++ = (unsigned char) ('0' + gmt.tm_hour % 10);
+        *p++ = ':';
+        *p++ = (unsigned char) ('0' + gmt.tm_min / 10);
+        *p++ = (unsigned char) ('0' + gmt.tm_min % 10);
+        *p++ = ':';
+        *p++ = (unsigned char) ('0' + gmt.tm_sec / 10);
+        *p++ = (unsigned char) ('0' + gmt.tm_sec % 10);
+        p = weir_cpymem(p, " GMT", 4);
+
+        /* as snprintf() left it */
+        *p = '\0';
+
+        return p;
+    }
 
     n = snprintf((char *) buf, sizeof("Mon, 28 Sep 1970 06:00:00 GMT"),
                  "%s, %02d %s %4d %02d:%02d:%02d GMT",

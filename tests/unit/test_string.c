@@ -263,3 +263,46 @@ WEIR_UNIT_TEST(string_copies)
     WEIR_CHECK(weir_strlchr(p, p + 3, ':') == p + 1);
     WEIR_CHECK(weir_strlchr(p, p + 1, ':') == NULL);
 }
+
+
+WEIR_UNIT_TEST(string_sprint_uint_hex)
+{
+    unsigned char  buf[WEIR_INT_T_LEN + 1], *p;
+
+    p = weir_sprint_uint(buf, 0);
+    WEIR_CHECK_MEM(buf, p - buf, "0");
+
+    p = weir_sprint_uint(buf, 1024);
+    WEIR_CHECK_MEM(buf, p - buf, "1024");
+
+    /* the widest value fills WEIR_INT_T_LEN exactly */
+    p = weir_sprint_uint(buf, UINT64_MAX);
+    WEIR_CHECK_MEM(buf, p - buf, "18446744073709551615");
+
+    p = weir_sprint_hex(buf, 0);
+    WEIR_CHECK_MEM(buf, p - buf, "0");
+
+    p = weir_sprint_hex(buf, 0x6b0ccc15);
+    WEIR_CHECK_MEM(buf, p - buf, "6b0ccc15");
+
+    p = weir_sprint_hex(buf, UINT64_MAX);
+    WEIR_CHECK_MEM(buf, p - buf, "ffffffffffffffff");
+}
+
+
+WEIR_UNIT_TEST(string_http_time)
+{
+    unsigned char  buf[sizeof("Mon, 28 Sep 1970 06:00:00 GMT")], *p;
+
+    p = weir_http_time(buf, 0);
+    WEIR_CHECK_MEM(buf, p - buf, "Thu, 01 Jan 1970 00:00:00 GMT");
+    WEIR_CHECK(*p == '\0');
+
+    p = weir_http_time(buf, 1784768655);
+    WEIR_CHECK_MEM(buf, p - buf, "Thu, 23 Jul 2026 01:04:15 GMT");
+
+    /* a year of three digits keeps the printf form */
+    p = weir_http_time(buf, (time_t) (-30610224000LL - 86400 * 365));
+    WEIR_CHECK(p - buf == sizeof("Mon, 28 Sep 1970 06:00:00 GMT") - 1);
+    WEIR_CHECK(memcmp(buf + 12, " 999 ", 5) == 0);
+}
