@@ -48,10 +48,111 @@ weir_http_request_body_filter_pt  weir_http_top_request_body_filter =
     weir_http_request_body_save_filter;
 
 
+/*
+ * absolute_redirect: a Location made of a path ("/x", from return,
+ * error_page or a directory's slash redirect) becomes a URL naming this
+ * server, as the documentation promises and nginx does. It is done here,
+ * under every content filter, so that a Location any of them sets is
+ * treated alike, and for every protocol.
+ */
+
+static weir_int_t
+weir_http_absolute_location(weir_http_request_t *r)
+{
+    size_t                      len;
+    in_port_t                   port;
+    socklen_t                   socklen;
+    weir_str_t                  host, *loc;
+    unsigned char              *p, *last, *url;
+    weir_sockaddr_t             sa;
+    weir_connection_t          *c;
+    weir_http_core_srv_conf_t  *cscf;
+    weir_http_core_loc_conf_t  *clcf;
+    unsigned char               addr[WEIR_SOCKADDR_STRLEN + 2];
+
+    c = r->connection;
+    loc = &r->headers_out.location->value;
+
+    clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
+    cscf = weir_http_get_module_srv_conf(r, weir_http_core_module);
+
+    if (clcf->absolute_redirect == 0) {
+        return WEIR_OK;
+    }
+
+    socklen = sizeof(weir_sockaddr_t);
+
+    if (getsockname(c->fd, (struct sockaddr *) &sa, &socklen) == -1) {
+        weir_log_error(WEIR_LOG_CRIT, c->log, weir_socket_errno,
+                       "getsockname() failed");
+        return WEIR_ERROR;
+    }
+
+    if (clcf->server_name_in_redirect == 1 && cscf->server_name.len) {
+        host = cscf->server_name;
+
+    } else if (r->headers_in.server.len) {
+        host = r->headers_in.server;
+
+    } else {
+        /* no Host (HTTP/1.0): the address the client reached */
+        p = addr;
+
+        if (sa.sockaddr.sa_family == AF_INET6) {
+            *p++ = '[';
+        }
+
+        p += weir_sock_ntop((struct sockaddr *) &sa, socklen, p,
+                            WEIR_SOCKADDR_STRLEN, 0);
+
+        if (sa.sockaddr.sa_family == AF_INET6) {
+            *p++ = ']';
+        }
+
+        host.data = addr;
+        host.len = p - addr;
+    }
+
+    port = weir_inet_get_port((struct sockaddr *) &sa);
+
+    len = sizeof("http://:65535") - 1 + host.len + loc->len;
+
+    url = weir_pnalloc(r->pool, len);
+    if (url == NULL) {
+        return WEIR_ERROR;
+    }
+
+    last = url + len;
+
+    p = weir_cpymem(url, "http://", sizeof("http://") - 1);
+    p = weir_cpymem(p, host.data, host.len);
+
+    /* the default port of the scheme is not written */
+    if (clcf->port_in_redirect != 0 && port != 80 && port != 0) {
+        p = weir_slprintf(p, last, ":%u", (unsigned) port);
+    }
+
+    p = weir_cpymem(p, loc->data, loc->len);
+
+    loc->data = url;
+    loc->len = p - url;
+
+    return WEIR_OK;
+}
+
+
 static weir_int_t
 weir_http_protocol_header_filter(weir_http_request_t *r)
 {
     r->header_sent = 1;
+
+    if (r->headers_out.location && r->headers_out.location->hash
+        && r->headers_out.location->value.len
+        && r->headers_out.location->value.data[0] == '/'
+        && weir_http_absolute_location(r) != WEIR_OK)
+    {
+        return WEIR_ERROR;
+    }
 
     return r->proto->send_header(r);
 }

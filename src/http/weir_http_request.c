@@ -39,6 +39,7 @@ static weir_int_t weir_http_process_chained(weir_http_request_t *r,
 
 static void weir_http_terminate_request(weir_http_request_t *r,
     weir_int_t rc);
+static void weir_http_terminate_handler(weir_event_t *ev);
 static void weir_http_finalize_connection(weir_http_request_t *r);
 static void weir_http_writer(weir_http_request_t *r);
 static void weir_http_set_request_state(weir_http_request_t *r,
@@ -816,7 +817,11 @@ weir_http_create_request(weir_connection_t *c)
         || weir_list_init(&r->headers_in.trailers, r->pool, 2,
                           sizeof(weir_http_header_t))
            != WEIR_OK
-        || weir_list_init(&r->headers_out.headers, r->pool, 16,
+        /* 8, not 16: a response rarely has more header entries than
+         * that (the list grows if it does), and the 512 bytes saved keep a
+         * whole request within the first block of its pool, where 16 made
+         * nearly every request malloc a second block */
+        || weir_list_init(&r->headers_out.headers, r->pool, 8,
                           sizeof(weir_http_header_t))
            != WEIR_OK
         || weir_list_init(&r->headers_out.trailers, r->pool, 2,
@@ -957,8 +962,25 @@ weir_http_finalize_request(weir_http_request_t *r, weir_int_t rc)
         return;
     }
 
+    if (r->main->terminated) {
+        /* a terminate is pending: outer frames only unwind */
+        return;
+    }
+
     if (rc == WEIR_OK && r->filter_finalize) {
         c->error = 1;
+    }
+
+    if (rc == WEIR_ERROR && r->filter_finalize && r->err_status
+        && r->header_sent && !c->error)
+    {
+        /* a filter replaced the response (a 412) and the replacement went
+         * out: the WEIR_ERROR it gave back only stopped the original
+         * handler, so finish it like any response rather than cut the
+         * connection its header promised to keep; the writer's own
+         * WEIR_OK later must not count as the original handler going on */
+        r->filter_finalize = 0;
+        rc = WEIR_OK;
     }
 
     if (rc == WEIR_DECLINED) {
@@ -1059,12 +1081,21 @@ weir_http_finalize_request(weir_http_request_t *r, weir_int_t rc)
 static void
 weir_http_finalize_connection(weir_http_request_t *r)
 {
-    weir_connection_t  *c;
+    weir_connection_t          *c;
+    weir_http_core_loc_conf_t  *clcf;
 
     c = r->connection;
 
     if (c->read->timer_set && !r->discard_body && !r->reading_body) {
         weir_event_del_timer(c->read);
+    }
+
+    if (r->discard_body && !c->read->timer_set) {
+        /* an error response dropped the discard's timer on its way: a
+         * client that sends nothing more must not hold the request */
+        clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
+        weir_event_add_timer(c->read, clcf->lingering_timeout
+                                      ? clcf->lingering_timeout : 5000);
     }
 
     if (c->write->timer_set) {
@@ -1139,23 +1170,51 @@ weir_http_writer(weir_http_request_t *r)
 
 /*
  * Nothing more will be sent: drop all references at once (the body
- * reader, timers and the protocol's own hold) so the request is freed
- * now; the connection is closed by request_done because c->error or
- * r->keepalive == 0 says so.
+ * reader, timers and the protocol's own hold); the connection is closed
+ * by request_done because c->error or r->keepalive == 0 says so.
+ *
+ * The request is not freed here but from a posted event: the caller may
+ * sit deep in a nested run of the phases (an error_page or index
+ * internal redirect) whose outer frames still use r and give their own
+ * reference back with WEIR_DONE when they unwind.
  */
 
 static void
 weir_http_terminate_request(weir_http_request_t *r, weir_int_t rc)
 {
+    weir_connection_t    *c;
     weir_http_request_t  *mr;
 
     mr = r->main;
+    c = mr->connection;
 
     mr->keepalive = 0;
     mr->terminated = 1;
-    mr->count = 1;
 
-    weir_http_close_request(mr, rc);
+    if (rc > 0 && (mr->headers_out.status == 0 || c->sent == 0)) {
+        mr->headers_out.status = rc;
+    }
+
+    mr->read_event_handler = weir_http_block_reading;
+    mr->write_event_handler = weir_http_request_empty_handler;
+
+    c->write->handler = weir_http_terminate_handler;
+    weir_post_event(c->write, &weir_posted_events);
+}
+
+
+static void
+weir_http_terminate_handler(weir_event_t *ev)
+{
+    weir_connection_t    *c;
+    weir_http_request_t  *r;
+
+    c = ev->data;
+    r = c->data;
+
+    r->main->count = 1;
+
+    weir_http_close_request(r, 0);
 }
 
 
@@ -1231,6 +1290,12 @@ weir_http_free_request(weir_http_request_t *r, weir_int_t rc)
     }
 
     r->signature = 0;
+
+    /* freed before a pending terminate ran: it must not find c->data */
+    if (c->write->posted && c->write->handler == weir_http_terminate_handler)
+    {
+        weir_delete_posted_event(c->write);
+    }
 
     if (r->proto && r->proto->request_done) {
         r->proto->request_done(r, rc);

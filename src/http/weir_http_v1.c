@@ -1049,6 +1049,41 @@ weir_http_v1_queue(weir_http_request_t *r, weir_buf_t *b)
 
 #define weir_http_v1_header_size(h)  ((h)->key.len + (h)->value.len + 4)
 
+#define weir_http_v1_put_lit(p, last, lit)                                    \
+    weir_http_v1_put(p, last, lit, sizeof(lit) - 1)
+
+
+/* copies of the response head: bounded by last, never past it */
+
+static weir_inline unsigned char *
+weir_http_v1_put(unsigned char *p, unsigned char *last, const void *data,
+    size_t len)
+{
+    if (p >= last) {
+        return p;
+    }
+
+    if (len > (size_t) (last - p)) {
+        len = last - p;
+    }
+
+    return weir_cpymem(p, data, len);
+}
+
+
+/* a number needs up to WEIR_INT_T_LEN bytes, kept back beyond last */
+
+static weir_inline unsigned char *
+weir_http_v1_put_uint(unsigned char *p, unsigned char *last, uint64_t n)
+{
+    if (p >= last) {
+        return p;
+    }
+
+    return weir_sprint_uint(p, n);
+}
+
+
 static weir_int_t
 weir_http_v1_send_header(weir_http_request_t *r)
 {
@@ -1134,7 +1169,8 @@ weir_http_v1_send_header(weir_http_request_t *r)
           + sizeof("Connection: keep-alive\r\n") - 1
           + sizeof("Keep-Alive: timeout=\r\n") - 1 + WEIR_INT_T_LEN
           + sizeof("Last-Modified: Mon, 28 Sep 1970 06:00:00 GMT\r\n") - 1
-          + sizeof("\r\n") - 1;
+          + sizeof("\r\n") - 1
+          + WEIR_INT_T_LEN;   /* kept back for weir_http_v1_put_uint() */
 
     part = &r->headers_out.headers.part;
     h = part->elts;
@@ -1161,74 +1197,100 @@ weir_http_v1_send_header(weir_http_request_t *r)
         return WEIR_ERROR;
     }
 
+    /*
+     * The lines are copied, not printed: len above has room for all of
+     * them, and with a printf call per line the formatting cost more
+     * than the rest of a small response. Every copy is still bounded by
+     * last, so a wrong size truncates the head rather than overrunning.
+     */
+
     p = b->last;
-    last = b->end;
+    last = b->end - WEIR_INT_T_LEN;
+
+    p = weir_http_v1_put_lit(p, last, "HTTP/1.1 ");
 
     if (reason) {
-        p = weir_slprintf(p, last, "HTTP/1.1 %u %s\r\n",
-                          (unsigned) status, reason);
+        p = weir_http_v1_put_uint(p, last, status);
+        p = weir_http_v1_put_lit(p, last, " ");
+        p = weir_http_v1_put(p, last, reason, weir_strlen(reason));
 
     } else if (r->headers_out.status_line.len) {
-        p = weir_slprintf(p, last, "HTTP/1.1 %.*s\r\n",
-                          WEIR_STR_ARG(r->headers_out.status_line));
+        p = weir_http_v1_put(p, last, r->headers_out.status_line.data,
+                             r->headers_out.status_line.len);
 
     } else {
-        p = weir_slprintf(p, last, "HTTP/1.1 %u \r\n", (unsigned) status);
+        p = weir_http_v1_put_uint(p, last, status);
+        p = weir_http_v1_put_lit(p, last, " ");
     }
+
+    p = weir_http_v1_put_lit(p, last, "\r\n");
 
 #define weir_http_v1_emit(hp)                                                 \
     if ((hp) && (hp)->hash) {                                                 \
-        p = weir_slprintf(p, last, "%.*s: %.*s\r\n",                          \
-                          WEIR_STR_ARG((hp)->key), WEIR_STR_ARG((hp)->value));\
+        p = weir_http_v1_put(p, last, (hp)->key.data, (hp)->key.len);         \
+        p = weir_http_v1_put_lit(p, last, ": ");                              \
+        p = weir_http_v1_put(p, last, (hp)->value.data, (hp)->value.len);     \
+        p = weir_http_v1_put_lit(p, last, "\r\n");                            \
     }
 
     if (r->headers_out.server && r->headers_out.server->hash) {
         weir_http_v1_emit(r->headers_out.server);
 
     } else {
-        p = weir_slprintf(p, last, "Server: %s\r\n", server);
+        p = weir_http_v1_put_lit(p, last, "Server: ");
+        p = weir_http_v1_put(p, last, server, weir_strlen(server));
+        p = weir_http_v1_put_lit(p, last, "\r\n");
     }
 
     if (r->headers_out.date && r->headers_out.date->hash) {
         weir_http_v1_emit(r->headers_out.date);
 
     } else {
-        p = weir_slprintf(p, last, "Date: %.*s\r\n",
-                          WEIR_STR_ARG(weir_cached_http_time));
+        p = weir_http_v1_put_lit(p, last, "Date: ");
+        p = weir_http_v1_put(p, last, weir_cached_http_time.data,
+                             weir_cached_http_time.len);
+        p = weir_http_v1_put_lit(p, last, "\r\n");
     }
 
     if (r->headers_out.content_type.len) {
+        p = weir_http_v1_put_lit(p, last, "Content-Type: ");
+        p = weir_http_v1_put(p, last, r->headers_out.content_type.data,
+                             r->headers_out.content_type.len);
+
         if (r->headers_out.charset.len) {
-            p = weir_slprintf(p, last, "Content-Type: %.*s; charset=%.*s\r\n",
-                              WEIR_STR_ARG(r->headers_out.content_type),
-                              WEIR_STR_ARG(r->headers_out.charset));
-        } else {
-            p = weir_slprintf(p, last, "Content-Type: %.*s\r\n",
-                              WEIR_STR_ARG(r->headers_out.content_type));
+            p = weir_http_v1_put_lit(p, last, "; charset=");
+            p = weir_http_v1_put(p, last, r->headers_out.charset.data,
+                                 r->headers_out.charset.len);
         }
+
+        p = weir_http_v1_put_lit(p, last, "\r\n");
     }
 
     if (status != WEIR_HTTP_NO_CONTENT && status >= WEIR_HTTP_OK
         && r->headers_out.content_length_n >= 0
         && !(status == WEIR_HTTP_NOT_MODIFIED))
     {
-        p = weir_slprintf(p, last, "Content-Length: %lld\r\n",
-                          (long long) r->headers_out.content_length_n);
+        p = weir_http_v1_put_lit(p, last, "Content-Length: ");
+        p = weir_http_v1_put_uint(p, last,
+                                  (uint64_t) r->headers_out.content_length_n);
+        p = weir_http_v1_put_lit(p, last, "\r\n");
 
     } else if (r->chunked) {
-        p = weir_slprintf(p, last, "Transfer-Encoding: chunked\r\n");
+        p = weir_http_v1_put_lit(p, last, "Transfer-Encoding: chunked\r\n");
     }
 
     if (r->keepalive) {
-        p = weir_slprintf(p, last, "Connection: keep-alive\r\n");
+        p = weir_http_v1_put_lit(p, last, "Connection: keep-alive\r\n");
 
         if (clcf->keepalive_header > 0) {
-            p = weir_slprintf(p, last, "Keep-Alive: timeout=%lld\r\n",
-                              (long long) clcf->keepalive_header);
+            p = weir_http_v1_put_lit(p, last, "Keep-Alive: timeout=");
+            p = weir_http_v1_put_uint(p, last,
+                                      (uint64_t) clcf->keepalive_header);
+            p = weir_http_v1_put_lit(p, last, "\r\n");
         }
 
     } else {
-        p = weir_slprintf(p, last, "Connection: close\r\n");
+        p = weir_http_v1_put_lit(p, last, "Connection: close\r\n");
     }
 
     if (r->headers_out.last_modified && r->headers_out.last_modified->hash) {
@@ -1286,7 +1348,7 @@ weir_http_v1_send_header(weir_http_request_t *r)
 
 #undef weir_http_v1_emit
 
-    p = weir_slprintf(p, last, "\r\n");
+    p = weir_http_v1_put_lit(p, last, "\r\n");
 
     b->last = p;
 
@@ -1884,8 +1946,9 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
 {
     size_t                       n, size;
     weir_buf_t                  *b, *nb;
-    weir_uint_t                  keepalive, linger;
+    weir_uint_t                  keepalive, linger, reset;
     weir_msec_t                  keepalive_timeout;
+    struct linger                lg;
     weir_event_t                *rev, *wev;
     weir_connection_t           *c;
     weir_http_v1_conn_t         *v1c;
@@ -1925,6 +1988,8 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
             break;
         }
     }
+
+    reset = c->timedout && clcf->reset_timedout_connection == 1;
 
     keepalive_timeout = clcf->keepalive_timeout;
     v1c->lingering_timeout = clcf->lingering_timeout;
@@ -1968,6 +2033,22 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
         if (linger) {
             weir_http_v1_set_lingering_close(c);
             return;
+        }
+
+        if (reset) {
+            /* reset_timedout_connection: a RST frees the unsent
+             * response in the socket buffers at once, where a close
+             * would keep it for a client that stopped reading */
+            lg.l_onoff = 1;
+            lg.l_linger = 0;
+
+            if (setsockopt(c->fd, SOL_SOCKET, SO_LINGER, (const void *) &lg,
+                           sizeof(struct linger))
+                == -1)
+            {
+                weir_log_error(WEIR_LOG_CRIT, c->log, weir_socket_errno,
+                               "setsockopt(SO_LINGER) failed");
+            }
         }
 
         weir_http_close_connection(c);

@@ -682,6 +682,32 @@ def test_discard_gives_up_on_a_silent_client(weir):
         s.close()
 
 
+def test_413_gives_up_on_a_silent_client(weir):
+    # regression: the error response deleted the timer of the discard the
+    # 413 had started, so a client that sent the head only held the
+    # connection (and its request) open forever
+    port = weir.port()
+    body_conf(weir, port, server="lingering_timeout 1s;\n"
+              "        location /limited {\n"
+              "            client_max_body_size 10;\n"
+              "            return 200;\n"
+              "        }\n")
+    start(weir, port)
+
+    s = open_conn(port)
+    try:
+        r = Reader(s)
+        s.sendall(b"POST /limited HTTP/1.1\r\nHost: t\r\n"
+                  b"Content-Length: 100\r\n\r\n")
+        status, _, _ = r.response()
+        assert status == 413
+        t0 = time.monotonic()
+        assert r.closed()
+        assert time.monotonic() - t0 < DEADLINE
+    finally:
+        s.close()
+
+
 # ---- trailer fields of chunked bodies
 
 

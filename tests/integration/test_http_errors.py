@@ -162,6 +162,39 @@ def test_444_closes_without_a_response(weir):
         s.close()
 
 
+def test_error_page_to_444_frees_the_request_once(weir):
+    # regression: a 444 (or any terminate) inside the internal redirect of
+    # an error_page freed the request while the frames that started the
+    # redirect still used it (use after free, the worker died)
+    port = weir.port()
+    errors_conf(weir, port, """
+        error_page 404 /drop;
+        location /drop { return 444; }
+    """)
+    start(weir, port)
+
+    for _ in range(3):
+        s = connect(("127.0.0.1", port), timeout=DEADLINE)
+        try:
+            s.sendall(b"GET /missing HTTP/1.1\r\nHost: t\r\n\r\n")
+            data = b""
+            try:
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+            except ConnectionResetError:
+                pass
+            assert data == b""
+        finally:
+            s.close()
+
+    status, _, body, _ = get(port, "/ok.html")
+    assert status == 200 and body == b"ok page\n"
+    assert "exited" not in weir.log()
+
+
 def test_redirect_pages(weir):
     port = weir.port()
     errors_conf(weir, port, """
