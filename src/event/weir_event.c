@@ -165,6 +165,14 @@ weir_process_events_and_timers(weir_cycle_t *cycle)
         timer = weir_event_timer_resolution;
     }
 
+    if (weir_posted_next_events.next
+        && !weir_queue_empty(&weir_posted_next_events))
+    {
+        /* events that yielded run after this pass, which must not wait */
+        weir_event_move_posted_next(cycle);
+        timer = 0;
+    }
+
     (void) weir_process_events(cycle, timer,
                                WEIR_UPDATE_TIME|WEIR_POST_EVENTS);
 
@@ -678,6 +686,7 @@ weir_event_process_init(weir_cycle_t *cycle)
 
     weir_queue_init(&weir_posted_accept_events);
     weir_queue_init(&weir_posted_events);
+    weir_queue_init(&weir_posted_next_events);
 
     if (weir_event_timer_init(cycle->log) == WEIR_ERROR) {
         return WEIR_ERROR;

@@ -5,6 +5,7 @@
 
 weir_queue_t  weir_posted_accept_events;
 weir_queue_t  weir_posted_events;
+weir_queue_t  weir_posted_next_events;
 
 
 /*
@@ -35,5 +36,25 @@ weir_event_process_posted(weir_cycle_t *cycle, weir_queue_t *posted)
         weir_delete_posted_event(ev);
 
         ev->handler(ev);
+    }
+}
+
+
+/* hands the events that yielded to the pass that starts now */
+
+void
+weir_event_move_posted_next(weir_cycle_t *cycle)
+{
+    weir_queue_t  *q;
+    weir_event_t  *ev;
+
+    (void) cycle;
+
+    while (!weir_queue_empty(&weir_posted_next_events)) {
+        q = weir_queue_head(&weir_posted_next_events);
+        ev = weir_queue_data(q, weir_event_t, queue);
+
+        weir_delete_posted_event(ev);
+        weir_post_event(ev, &weir_posted_events);
     }
 }

@@ -18,4 +18,12 @@ void weir_event_process_posted(weir_cycle_t *cycle, weir_queue_t *posted);
 extern weir_queue_t  weir_posted_accept_events;
 extern weir_queue_t  weir_posted_events;
 
+/* added: events that yield the worker on purpose (a fast connection's
+ * write or read budget spent): they run after the NEXT I/O pass, so the
+ * other ready connections run in between; posting them to
+ * weir_posted_events from a posted handler would run them again at once */
+void weir_event_move_posted_next(weir_cycle_t *cycle);
+
+extern weir_queue_t  weir_posted_next_events;
+
 #endif /* _WEIR_EVENT_POSTED_H_INCLUDED_ */

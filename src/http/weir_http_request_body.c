@@ -1457,9 +1457,14 @@ weir_http_body_chunked_need(weir_http_request_t *r, size_t size)
 
 /* reads and drops the body: WEIR_OK at its end, WEIR_AGAIN, or an error */
 
+/* what one read event may drain before the other connections run */
+#define WEIR_HTTP_DISCARD_BUDGET  (4 * WEIR_HTTP_DISCARD_BUFFER_SIZE)
+
+
 static weir_int_t
 weir_http_body_drain(weir_http_request_t *r)
 {
+    off_t                      total;
     size_t                     size;
     ssize_t                    n;
     weir_int_t                 rc;
@@ -1482,7 +1487,16 @@ weir_http_body_drain(weir_http_request_t *r)
         }
     }
 
+    total = 0;
+
     for ( ;; ) {
+        if (total >= WEIR_HTTP_DISCARD_BUDGET && c->read->ready) {
+            /* a client sending fast must not hold the worker: the rest
+             * is read after the other ready connections had their turn */
+            weir_post_event(c->read, &weir_posted_next_events);
+            return WEIR_AGAIN;
+        }
+
         size = sizeof(buffer);
 
         if (rb->chunked) {
@@ -1503,6 +1517,7 @@ weir_http_body_drain(weir_http_request_t *r)
         }
 
         r->request_length += n;
+        total += n;
 
         weir_memzero(&b, sizeof(weir_buf_t));
         b.start = buffer;

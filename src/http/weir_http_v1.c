@@ -20,6 +20,11 @@
 
 #define WEIR_HTTP_V1_IOVS         64
 #define WEIR_HTTP_V1_FILE_CHUNK   32768
+/* a chunk-size line ("ffffffffffffffff\r\n") or the CRLF after a chunk */
+#define WEIR_HTTP_V1_FRAME_SIZE   20
+/* what one write event may send with writev or pread before the other
+ * connections of the worker get their turn */
+#define WEIR_HTTP_V1_SEND_BUDGET  (4 * WEIR_HTTP_V1_FILE_CHUNK)
 
 
 /* per connection, in c->pool (hc->proto_ctx) */
@@ -36,12 +41,16 @@ typedef struct {
     unsigned char               *line_start;
     weir_chain_t                *free;      /* chain links for r->out */
     weir_buf_t                  *file_buf;  /* sendfile off: file data */
+    weir_chain_t                *frame_free; /* chunk framing to reuse */
+    weir_chain_t                *frame_busy; /* chunk framing not sent */
     unsigned                     headers:1; /* the request line is done */
     unsigned                     last:1;    /* last_buf queued */
 } weir_http_v1_stream_t;
 
 
 static void weir_http_v1_empty_handler(weir_event_t *ev);
+static weir_buf_t *weir_http_v1_frame_buf(weir_http_request_t *r,
+    weir_chain_t ***ll);
 static void weir_http_v1_read_head_handler(weir_event_t *rev);
 static void weir_http_v1_read_head(weir_http_request_t *r);
 static ssize_t weir_http_v1_read_request_header(weir_http_request_t *r);
@@ -1047,6 +1056,58 @@ weir_http_v1_queue(weir_http_request_t *r, weir_buf_t *b)
 }
 
 
+/* marks the chunk framing buffers, recycled through the stream's lists */
+static weir_uint_t  weir_http_v1_frame_tag;
+
+
+/*
+ * A chunk framing buffer from the stream's free list, linked at **ll:
+ * a long chunked response reuses the same few buffers rather than
+ * taking new ones from r->pool for every chunk.
+ */
+
+static weir_buf_t *
+weir_http_v1_frame_buf(weir_http_request_t *r, weir_chain_t ***ll)
+{
+    weir_buf_t             *b;
+    weir_chain_t           *cl;
+    weir_http_v1_stream_t  *st;
+
+    st = r->stream;
+
+    cl = weir_chain_get_free_buf(r->pool, &st->frame_free);
+    if (cl == NULL) {
+        return NULL;
+    }
+
+    b = cl->buf;
+
+    if (b->start == NULL) {
+        b->start = weir_pnalloc(r->pool, WEIR_HTTP_V1_FRAME_SIZE);
+        if (b->start == NULL) {
+            return NULL;
+        }
+
+        b->end = b->start + WEIR_HTTP_V1_FRAME_SIZE;
+        b->temporary = 1;
+        b->tag = (weir_buf_tag_t) &weir_http_v1_frame_tag;
+    }
+
+    b->pos = b->start;
+    b->last = b->start;
+
+    cl->next = NULL;
+    **ll = cl;
+    *ll = &cl->next;
+
+    if (weir_http_v1_queue(r, b) != WEIR_OK) {
+        return NULL;
+    }
+
+    return b;
+}
+
+
 #define weir_http_v1_header_size(h)  ((h)->key.len + (h)->value.len + 4)
 
 #define weir_http_v1_put_lit(p, last, lit)                                    \
@@ -1380,9 +1441,10 @@ weir_http_v1_send_body(weir_http_request_t *r, weir_chain_t *in)
 {
     off_t                   size;
     size_t                  len;
+    weir_int_t              rc;
     weir_uint_t             i, flush;
     weir_buf_t             *b, *hb;
-    weir_chain_t           *cl;
+    weir_chain_t           *cl, *frames, **ll;
     unsigned char          *p;
     weir_list_part_t       *part;
     weir_connection_t      *c;
@@ -1397,6 +1459,8 @@ weir_http_v1_send_body(weir_http_request_t *r, weir_chain_t *in)
     }
 
     flush = 0;
+    frames = NULL;
+    ll = &frames;
 
     for (cl = in; cl; cl = cl->next) {
         b = cl->buf;
@@ -1430,18 +1494,13 @@ weir_http_v1_send_body(weir_http_request_t *r, weir_chain_t *in)
         }
 
         if (r->chunked && size > 0) {
-            p = weir_pnalloc(r->pool, sizeof("ffffffffffffffff\r\n"));
-            if (p == NULL) {
+            hb = weir_http_v1_frame_buf(r, &ll);
+            if (hb == NULL) {
                 return WEIR_ERROR;
             }
 
-            hb = weir_http_v1_mem_buf(r, (const char *) p,
-                                      weir_slprintf(p, p + 19, "%llx\r\n",
-                                                    (unsigned long long) size)
-                                      - p);
-            if (hb == NULL || weir_http_v1_queue(r, hb) != WEIR_OK) {
-                return WEIR_ERROR;
-            }
+            hb->last = weir_slprintf(hb->pos, hb->end, "%llx\r\n",
+                                     (unsigned long long) size);
         }
 
         if (size > 0) {
@@ -1451,10 +1510,13 @@ weir_http_v1_send_body(weir_http_request_t *r, weir_chain_t *in)
         }
 
         if (r->chunked && size > 0) {
-            hb = weir_http_v1_mem_buf(r, "\r\n", 2);
-            if (hb == NULL || weir_http_v1_queue(r, hb) != WEIR_OK) {
+            hb = weir_http_v1_frame_buf(r, &ll);
+            if (hb == NULL) {
                 return WEIR_ERROR;
             }
+
+            *hb->last++ = '\r';
+            *hb->last++ = '\n';
         }
 
         if (b->last_buf) {
@@ -1535,11 +1597,19 @@ weir_http_v1_send_body(weir_http_request_t *r, weir_chain_t *in)
     (void) flush;
 
     if (r->out == NULL) {
+        rc = WEIR_OK;
         c->buffered &= ~WEIR_HTTP_WRITE_BUFFERED;
-        return WEIR_OK;
+
+    } else {
+        rc = weir_http_v1_write(r);
     }
 
-    return weir_http_v1_write(r);
+    /* the framing buffers sent by now are free for the next chunks */
+    weir_chain_update_chains(r->pool, &st->frame_free, &st->frame_busy,
+                             &frames,
+                             (weir_buf_tag_t) &weir_http_v1_frame_tag);
+
+    return rc;
 }
 
 
@@ -1554,7 +1624,8 @@ static weir_int_t
 weir_http_v1_write(weir_http_request_t *r)
 {
     int                          cnt;
-    off_t                        fsize;
+    off_t                        fsize, start;
+    size_t                       limit;
     ssize_t                      n, total;
     size_t                       chunk;
     weir_err_t                   err;
@@ -1575,6 +1646,9 @@ weir_http_v1_write(weir_http_request_t *r)
     if (c->error) {
         return WEIR_ERROR;
     }
+
+    start = c->sent;
+    limit = WEIR_HTTP_V1_SEND_BUDGET;
 
     while (wev->ready) {
 
@@ -1600,6 +1674,13 @@ weir_http_v1_write(weir_http_request_t *r)
         }
 
         if (r->out == NULL) {
+            break;
+        }
+
+        if (c->sent - start >= (off_t) limit) {
+            /* one fast client must not hold the worker: the rest goes
+             * after the other ready connections had their turn */
+            weir_post_event(wev, &weir_posted_next_events);
             break;
         }
 
@@ -1654,6 +1735,10 @@ weir_http_v1_write(weir_http_request_t *r)
 
                 b->file_pos += n;
                 c->sent += n;
+
+                /* one sendfile_max_chunk per event */
+                limit = clcf->sendfile_max_chunk ? clcf->sendfile_max_chunk
+                                                 : WEIR_HTTP_V1_SEND_BUDGET;
 
                 if ((size_t) n < chunk) {
                     wev->ready = 0;
@@ -1717,7 +1802,11 @@ weir_http_v1_write(weir_http_request_t *r)
         cnt = 0;
         total = 0;
 
-        for (cl = r->out; cl && cnt < WEIR_HTTP_V1_IOVS; cl = cl->next) {
+        for (cl = r->out;
+             cl && cnt < WEIR_HTTP_V1_IOVS
+             && total < (ssize_t) WEIR_HTTP_V1_SEND_BUDGET;
+             cl = cl->next)
+        {
             b = cl->buf;
 
             if (weir_buf_special(b)) {
@@ -1734,7 +1823,15 @@ weir_http_v1_write(weir_http_request_t *r)
 
             iov[cnt].iov_base = b->pos;
             iov[cnt].iov_len = b->last - b->pos;
-            total += b->last - b->pos;
+
+            /* one writev takes at most the budget of an event */
+            if (iov[cnt].iov_len
+                > WEIR_HTTP_V1_SEND_BUDGET - (size_t) total)
+            {
+                iov[cnt].iov_len = WEIR_HTTP_V1_SEND_BUDGET - (size_t) total;
+            }
+
+            total += iov[cnt].iov_len;
             cnt++;
         }
 

@@ -1001,3 +1001,132 @@ def _accepts(port):
         return True
     except OSError:
         return False
+
+
+# ---- resource bounds per request
+
+def vm_rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for %d" % pid)
+
+
+@needs_stream_module
+def test_many_chunks_keep_memory_bounded(weir):
+    """The chunk framing is recycled: 200,000 one-byte chunks must not
+    grow the worker by what 200,000 framings would cost (~36 MB)."""
+    pieces = 200000
+    port = start(weir, server="        location /many "
+                              "{ test_stream %d 1; }\n" % pieces)
+    workers = weir.workers()
+    assert len(workers) == 1
+    pid = workers[0]
+    expected = b"".join(b"1\r\n" + bytes([ord("a") + i % 26]) + b"\r\n"
+                        for i in range(pieces)) + b"0\r\n\r\n"
+    s = connect(("127.0.0.1", port), timeout=DEADLINE)
+    rd = Reader(s)
+    try:
+        # warm up the worker's allocator with a short stream first
+        s.sendall(b"GET /s3 HTTP/1.1\r\nHost: a\r\n\r\n")
+        assert rd.response()[0] == 200
+        before = vm_rss_kb(pid)
+        peak = before
+        s.sendall(b"GET /many HTTP/1.1\r\nHost: a\r\n\r\n")
+        proto, status, h = rd.head()
+        assert status == 200 and h["transfer-encoding"] == ["chunked"]
+        raw = bytearray(rd.buf)
+        rd.buf = b""
+        deadline = time.monotonic() + DEADLINE * 4
+        while len(raw) < len(expected):
+            assert time.monotonic() < deadline, "the stream stalled"
+            r, _, _ = select.select([s], [], [], 1.0)
+            if not r:
+                continue
+            data = s.recv(1 << 20)
+            assert data, "closed after %d bytes" % len(raw)
+            raw += data
+            peak = max(peak, vm_rss_kb(pid))
+        peak = max(peak, vm_rss_kb(pid))
+        assert bytes(raw) == expected
+        assert peak - before < 6 * 1024, \
+            "the worker grew by %d kB" % (peak - before)
+    finally:
+        s.close()
+
+
+def test_fast_download_does_not_hold_the_worker(weir):
+    """A client taking a large file as fast as the server sends it must
+    not keep the worker from another connection's requests: those are
+    answered while the large transfer is still in progress."""
+    size = 64 << 20
+    port = conf(weir, http_extra="    sendfile on;\n"
+                                 "    sendfile_max_chunk 256k;\n")
+    with open(os.path.join(weir.path("html"), "huge.bin"), "wb") as f:
+        f.truncate(size)
+    weir.start(check_ports=False)
+    wait_for(lambda: _accepts(port), what="the HTTP port to accept")
+
+    other = connect(("127.0.0.1", port), timeout=DEADLINE)
+    big = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        # room for the whole file in the receive queue, so the server
+        # never has to wait for this reader (set before connect, for the
+        # window scale); SO_RCVBUFFORCE (33) needs CAP_NET_ADMIN
+        try:
+            big.setsockopt(socket.SOL_SOCKET, 33, 2 * size)
+        except OSError:
+            big.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2 * size)
+        big.settimeout(DEADLINE)
+        big.connect(("127.0.0.1", port))
+
+        # the other connection is accepted and idle
+        other.sendall(b"GET /r HTTP/1.1\r\nHost: a\r\n\r\n")
+        assert Reader(other).response()[::2] == (200, b"r:/r")
+
+        big.sendall(b"GET /huge.bin HTTP/1.1\r\nHost: a\r\n\r\n")
+        other.sendall(b"GET /r HTTP/1.1\r\nHost: a\r\n\r\n")
+
+        # one thread reads both, the small answer first when both are
+        # ready, so the order seen is the order the server sent them in
+        small = b""
+        small_at = None
+        prefix = bytearray()
+        got = 0
+        end = None
+        buf = bytearray(256 << 10)
+        p = select.poll()
+        p.register(other, select.POLLIN)
+        p.register(big, select.POLLIN)
+        deadline = time.monotonic() + DEADLINE * 4
+        while end is None or got < end or small_at is None:
+            assert time.monotonic() < deadline, \
+                "stalled: %d bytes, small answer %r" % (got, small)
+            ready = dict(p.poll(1000))
+            if small_at is None and other.fileno() in ready:
+                data = other.recv(4096)
+                assert data, "the other connection closed"
+                small += data
+                if small.endswith(b"r:/r"):
+                    small_at = got
+                continue
+            if big.fileno() in ready:
+                n = big.recv_into(buf)
+                assert n, "closed after %d bytes" % got
+                if len(prefix) < 4096:
+                    prefix += buf[:min(n, 4096)]
+                got += n
+                if end is None and b"\r\n\r\n" in prefix:
+                    end = prefix.index(b"\r\n\r\n") + 4 + size
+
+        assert small.startswith(b"HTTP/1.1 200 ")
+        # the small request was answered before the large transfer ended
+        assert small_at < end, "the download (%d bytes) ended first" % got
+        head = bytes(prefix[:end - size]).lower()
+        assert head.startswith(b"http/1.1 200 ")
+        assert b"\r\ncontent-length: %d\r\n" % size in head
+        assert got == end
+    finally:
+        big.close()
+        other.close()

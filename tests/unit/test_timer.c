@@ -436,3 +436,53 @@ WEIR_UNIT_TEST(posted_events_run_in_order)
     WEIR_CHECK(!test_timer_ev[0].posted);
     WEIR_CHECK(!test_timer_ev[3].posted);
 }
+
+
+/* yields: posts itself for the next I/O pass, as a write budget does */
+static void
+test_posted_yield(weir_event_t *ev)
+{
+    test_timer_record(ev);
+
+    weir_post_event(ev, &weir_posted_next_events);
+}
+
+
+WEIR_UNIT_TEST(posted_next_events_wait_for_the_next_pass)
+{
+    test_timer_reset(1000);
+
+    weir_queue_init(&weir_posted_events);
+    weir_queue_init(&weir_posted_next_events);
+
+    test_timer_ev[0].handler = test_posted_yield;
+    test_timer_ev[1].handler = test_posted_record;
+
+    weir_post_event(&test_timer_ev[0], &weir_posted_events);
+
+    /* an event that re-posts itself to the next pass runs once per
+     * pass, not again in the same one */
+    weir_event_process_posted(NULL, &weir_posted_events);
+
+    WEIR_CHECK_INT(test_timer_fired, 1);
+    WEIR_CHECK(test_timer_ev[0].posted);
+    WEIR_CHECK(weir_queue_empty(&weir_posted_events));
+
+    /* the next pass: it runs before what that pass's I/O posts */
+    weir_event_move_posted_next(NULL);
+    weir_post_event(&test_timer_ev[1], &weir_posted_events);
+
+    WEIR_CHECK(weir_queue_empty(&weir_posted_next_events));
+
+    weir_event_process_posted(NULL, &weir_posted_events);
+
+    WEIR_CHECK_INT(test_timer_fired, 3);
+    WEIR_CHECK_INT(test_timer_order[0], 0);
+    WEIR_CHECK_INT(test_timer_order[1], 0);
+    WEIR_CHECK_INT(test_timer_order[2], 1);
+
+    /* withdrawn from the next queue like from any other */
+    WEIR_CHECK(test_timer_ev[0].posted);
+    weir_delete_posted_event(&test_timer_ev[0]);
+    WEIR_CHECK(weir_queue_empty(&weir_posted_next_events));
+}

@@ -7,8 +7,11 @@
  * answers 200 text/plain with PIECES pieces of SIZE bytes (piece i is
  * SIZE times the letter 'a' + i % 26), each passed down the body filter
  * chain on its own with flush set, the last with last_buf; no
- * Content-Length. With "trailer", the response announces trailers and
- * sends "X-Trailer: done" after the body (chunked framing only).
+ * Content-Length. Pieces are made lazily in one reused buffer: the next
+ * when the previous has been sent, so a response of any number of
+ * pieces costs the module a bounded amount of memory. With "trailer",
+ * the response announces trailers and sends "X-Trailer: done" after the
+ * body (chunked framing only).
  */
 
 #include "weir_config.h"
@@ -29,6 +32,14 @@ static char *weir_test_stream_merge_loc_conf(weir_conf_t *cf, void *parent,
 static char *weir_test_stream(weir_conf_t *cf, weir_command_t *cmd,
     void *conf);
 static weir_int_t weir_test_stream_handler(weir_http_request_t *r);
+static void weir_test_stream_writer(weir_http_request_t *r);
+static weir_int_t weir_test_stream_send(weir_http_request_t *r);
+
+
+typedef struct {
+    weir_int_t    next;            /* the piece to make next */
+    weir_buf_t   *buf;             /* reused for every piece */
+} weir_test_stream_ctx_t;
 
 
 static weir_command_t  weir_test_stream_commands[] = {
@@ -162,10 +173,11 @@ weir_test_stream(weir_conf_t *cf, weir_command_t *cmd, void *conf)
 static weir_int_t
 weir_test_stream_handler(weir_http_request_t *r)
 {
-    weir_int_t                    i, rc;
+    weir_int_t                    rc;
     weir_buf_t                   *b;
     weir_chain_t                  out;
     weir_http_header_t           *h;
+    weir_test_stream_ctx_t       *ctx;
     weir_test_stream_loc_conf_t  *tlcf;
 
     tlcf = weir_http_get_module_loc_conf(r, weir_test_stream_module);
@@ -215,18 +227,97 @@ weir_test_stream_handler(weir_http_request_t *r)
         return weir_http_output_filter(r, &out);
     }
 
-    rc = WEIR_OK;
+    ctx = weir_pcalloc(r->pool, sizeof(weir_test_stream_ctx_t));
+    if (ctx == NULL) {
+        return WEIR_ERROR;
+    }
 
-    for (i = 0; i < tlcf->pieces; i++) {
-        b = weir_create_temp_buf(r->pool, tlcf->size);
-        if (b == NULL) {
-            return WEIR_ERROR;
+    ctx->buf = weir_create_temp_buf(r->pool, tlcf->size);
+    if (ctx->buf == NULL) {
+        return WEIR_ERROR;
+    }
+
+    ctx->buf->last = ctx->buf->pos;
+
+    weir_http_set_ctx(r, ctx, weir_test_stream_module);
+
+    rc = weir_test_stream_send(r);
+
+    if (rc != WEIR_AGAIN) {
+        return rc;
+    }
+
+    /* the rest goes from write events; the reference keeps r alive */
+    r->main->count++;
+    r->write_event_handler = weir_test_stream_writer;
+
+    return WEIR_DONE;
+}
+
+
+static void
+weir_test_stream_writer(weir_http_request_t *r)
+{
+    weir_int_t  rc;
+
+    if (r->connection->write->timedout) {
+        r->connection->timedout = 1;
+        weir_http_finalize_request(r, WEIR_HTTP_REQUEST_TIME_OUT);
+        return;
+    }
+
+    rc = weir_test_stream_send(r);
+
+    if (rc == WEIR_AGAIN) {
+        return;
+    }
+
+    weir_http_finalize_request(r, rc);
+}
+
+
+/*
+ * Sends pieces while the previous one has gone out: WEIR_AGAIN while
+ * output is pending, else the output filter's last result.
+ */
+
+static weir_int_t
+weir_test_stream_send(weir_http_request_t *r)
+{
+    weir_int_t                    rc;
+    weir_buf_t                   *b;
+    weir_chain_t                  out;
+    weir_test_stream_ctx_t       *ctx;
+    weir_test_stream_loc_conf_t  *tlcf;
+
+    tlcf = weir_http_get_module_loc_conf(r, weir_test_stream_module);
+    ctx = weir_http_get_module_ctx(r, weir_test_stream_module);
+    b = ctx->buf;
+
+    for ( ;; ) {
+        if (r->out || (r->connection->buffered & WEIR_HTTP_WRITE_BUFFERED)) {
+            rc = weir_http_output_filter(r, NULL);
+            if (rc == WEIR_ERROR) {
+                return rc;
+            }
+
+            if (r->out
+                || (r->connection->buffered & WEIR_HTTP_WRITE_BUFFERED))
+            {
+                return ctx->next == tlcf->pieces ? WEIR_OK : WEIR_AGAIN;
+            }
         }
 
-        weir_memset(b->pos, 'a' + i % 26, tlcf->size);
-        b->last = b->pos + tlcf->size;
+        if (ctx->next == tlcf->pieces) {
+            return WEIR_OK;
+        }
+
+        b->pos = b->start;
+        b->last = b->start + tlcf->size;
+        weir_memset(b->pos, 'a' + ctx->next % 26, tlcf->size);
         b->flush = 1;
-        b->last_buf = (i == tlcf->pieces - 1) ? 1 : 0;
+        ctx->next++;
+        b->last_buf = (ctx->next == tlcf->pieces) ? 1 : 0;
 
         out.buf = b;
         out.next = NULL;
@@ -237,6 +328,4 @@ weir_test_stream_handler(weir_http_request_t *r)
             return rc;
         }
     }
-
-    return rc;
 }
