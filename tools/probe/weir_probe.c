@@ -260,3 +260,32 @@ probe_hist_percentile(probe_hist_t *h, double pct)
 
     return h->max;
 }
+
+
+int
+probe_h1_header_is(u_char *line, u_char *colon, const char *name)
+{
+    size_t  len;
+
+    len = strlen(name);
+
+    return (size_t) (colon - line) == len
+           && strncasecmp((char *) line, name, len) == 0;
+}
+
+
+int
+probe_h1_value_has(u_char *v, u_char *eol, const char *token)
+{
+    size_t  len;
+
+    len = strlen(token);
+
+    for ( /* void */ ; v + len <= eol; v++) {
+        if (strncasecmp((char *) v, token, len) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}

@@ -50,6 +50,11 @@ unsigned probe_hist_index(uint64_t v);
 
 uint64_t probe_now(void);
 int probe_nonblock(int fd);
+
+/* HTTP/1 head helpers shared by the client and the origin: is the header
+ * line [line, colon) named name (caseless)? does [v, eol) hold token? */
+int probe_h1_header_is(u_char *line, u_char *colon, const char *name);
+int probe_h1_value_has(u_char *v, u_char *eol, const char *token);
 int probe_parse_addr(const char *text, struct sockaddr_storage *ss,
     socklen_t *len, char *host, size_t hostlen, int *port);
 

@@ -1300,35 +1300,6 @@ probe_h1_parse(probe_conn_t *c)
 }
 
 
-static int
-probe_h1_header_is(u_char *line, u_char *colon, const char *name)
-{
-    size_t  len;
-
-    len = strlen(name);
-
-    return (size_t) (colon - line) == len
-           && strncasecmp((char *) line, name, len) == 0;
-}
-
-
-static int
-probe_h1_value_has(u_char *v, u_char *eol, const char *token)
-{
-    size_t  len;
-
-    len = strlen(token);
-
-    for ( /* void */ ; v + len <= eol; v++) {
-        if (strncasecmp((char *) v, token, len) == 0) {
-            return 1;
-        }
-    }
-
-    return 0;
-}
-
-
 /* the status line and headers in [p, end), end after the empty line */
 
 static int

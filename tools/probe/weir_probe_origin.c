@@ -524,35 +524,6 @@ po_handle(po_conn_t *c)
 }
 
 
-static int
-po_header_is(u_char *line, u_char *colon, const char *name)
-{
-    size_t  len;
-
-    len = strlen(name);
-
-    return (size_t) (colon - line) == len
-           && strncasecmp((char *) line, name, len) == 0;
-}
-
-
-static int
-po_value_has(u_char *v, u_char *eol, const char *token)
-{
-    size_t  len;
-
-    len = strlen(token);
-
-    for ( /* void */ ; v + len <= eol; v++) {
-        if (strncasecmp((char *) v, token, len) == 0) {
-            return 1;
-        }
-    }
-
-    return 0;
-}
-
-
 /* the request head in c->in: PO_OK when one was taken, PO_AGAIN if none */
 
 static int
@@ -614,7 +585,7 @@ po_parse_head(po_conn_t *c)
             /* void */
         }
 
-        if (po_header_is(p, colon, "content-length")) {
+        if (probe_h1_header_is(p, colon, "content-length")) {
             errno = 0;
             length = strtoll((char *) v, &e, 10);
             if (errno || (u_char *) e == v || length < 0) {
@@ -622,12 +593,12 @@ po_parse_head(po_conn_t *c)
             }
             has_length = 1;
 
-        } else if (po_header_is(p, colon, "transfer-encoding")) {
-            chunked = po_value_has(v, eol, "chunked");
+        } else if (probe_h1_header_is(p, colon, "transfer-encoding")) {
+            chunked = probe_h1_value_has(v, eol, "chunked");
 
-        } else if (po_header_is(p, colon, "connection")) {
-            close = po_value_has(v, eol, "close");
-            keepalive = po_value_has(v, eol, "keep-alive");
+        } else if (probe_h1_header_is(p, colon, "connection")) {
+            close = probe_h1_value_has(v, eol, "close");
+            keepalive = probe_h1_value_has(v, eol, "keep-alive");
         }
     }
 
