@@ -1047,40 +1047,52 @@ weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
     weir_connection_t         *c;
     weir_pool_cleanup_t       *cln;
     weir_pool_cleanup_file_t  *clnf;
-    static weir_uint_t         counter, warned;
+    static weir_uint_t         counter, dir_generation;
+    static weir_str_t          temp_dir;
+    static weir_cycle_t       *dir_cycle;
 
     c = r->connection;
     cycle = (weir_cycle_t *) weir_cycle;
 
-    if (weir_pstrfmt(r->pool, &dir, "%.*s%sclient_body_temp",
-                     WEIR_STR_ARG(cycle->prefix),
-                     (cycle->prefix.len
-                      && cycle->prefix.data[cycle->prefix.len - 1] == '/')
-                     ? "" : "/")
-        != WEIR_OK)
-    {
-        return WEIR_ERROR;
-    }
+    /* the directory is chosen once per configuration in this process,
+     * not with a mkdir() per spilled body (the master created it) */
 
-    if (mkdir((const char *) dir.data, 0700) == -1
-        && weir_errno != WEIR_EEXIST)
-    {
-        /*
-         * Workers that run as an unprivileged user may not write to the
-         * prefix. The file is unlinked at once and opened O_EXCL with
-         * mode 0600, so the system's temporary directory is a safe
-         * fallback; say so once per process.
-         */
-        if (!warned) {
+    if (dir_cycle != cycle || dir_generation != cycle->generation) {
+
+        if (weir_pstrfmt(cycle->pool, &temp_dir, "%.*s%sclient_body_temp",
+                         WEIR_STR_ARG(cycle->prefix),
+                         (cycle->prefix.len
+                          && cycle->prefix.data[cycle->prefix.len - 1]
+                             == '/')
+                         ? "" : "/")
+            != WEIR_OK)
+        {
+            return WEIR_ERROR;
+        }
+
+        if (mkdir((const char *) temp_dir.data, 0700) == -1
+            && weir_errno != WEIR_EEXIST)
+        {
+            /*
+             * Workers that run as an unprivileged user may not write to
+             * the prefix. The file is unlinked at once and opened O_EXCL
+             * with mode 0600, so the system's temporary directory is a
+             * safe fallback; say so once per configuration.
+             */
             weir_log_error(WEIR_LOG_WARN, c->log, weir_errno,
                            "mkdir() \"%.*s\" failed, request bodies are "
                            "buffered in \"%s\" instead",
-                           WEIR_STR_ARG(dir), WEIR_HTTP_BODY_TEMP_FALLBACK);
-            warned = 1;
+                           WEIR_STR_ARG(temp_dir),
+                           WEIR_HTTP_BODY_TEMP_FALLBACK);
+
+            weir_str_set(&temp_dir, WEIR_HTTP_BODY_TEMP_FALLBACK);
         }
 
-        weir_str_set(&dir, WEIR_HTTP_BODY_TEMP_FALLBACK);
+        dir_cycle = cycle;
+        dir_generation = cycle->generation;
     }
+
+    dir = temp_dir;
 
     cln = weir_pool_cleanup_add(r->pool, sizeof(weir_pool_cleanup_file_t));
     if (cln == NULL) {
