@@ -114,7 +114,7 @@ weir_accept_log_error(weir_log_t *log, unsigned char *buf, size_t len)
     }
 
     return weir_slprintf(buf, buf + len,
-                         ", while accepting new connection on %.*s",
+                         " while accepting new connection on %.*s",
                          WEIR_STR_ARG(*addr));
 }
 

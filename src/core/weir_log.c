@@ -91,7 +91,7 @@ weir_log_error_core(weir_uint_t level, weir_log_t *log, const char *file,
     }
 
     if (level != WEIR_LOG_DEBUG && log->action) {
-        p = weir_slprintf(p, last, ", while %s", log->action);
+        p = weir_slprintf(p, last, " while %s", log->action);
     }
 
     if (level != WEIR_LOG_DEBUG && log->handler) {

@@ -8,7 +8,7 @@
  *       while <action>, client: ...
  *
  * "*17" is the connection number (log->connection) when there is one;
- * ", while <action>" comes from log->action, and log->handler appends
+ * " while <action>" comes from log->action, and log->handler appends
  * context (client, server, request) owned by whoever set it. Debug lines
  * also carry the source file:line; weir_log_debug() compiles to nothing
  * unless configure ran --with-debug.

@@ -518,7 +518,7 @@ weir_module_t  weir_http_core_module = {
 };
 
 
-weir_str_t  weir_http_core_get_method = weir_string("GET ");
+weir_str_t  weir_http_core_get_method = weir_string("GET");
 
 
 static weir_int_t
