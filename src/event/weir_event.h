@@ -167,5 +167,6 @@ extern weir_atomic_t         *weir_stat_waiting;
 
 #include "weir_event_timer.h"
 #include "weir_event_posted.h"
+#include "weir_event_connect.h"
 
 #endif /* _WEIR_EVENT_H_INCLUDED_ */

@@ -20,6 +20,7 @@ typedef struct weir_http_log_ctx_s         weir_http_log_ctx_t;
 typedef struct weir_http_chunked_s         weir_http_chunked_t;
 typedef struct weir_http_core_loc_conf_s   weir_http_core_loc_conf_t;
 typedef struct weir_http_variable_value_s  weir_http_variable_value_t;
+typedef struct weir_http_upstream_s        weir_http_upstream_t;
 
 typedef weir_int_t (*weir_http_handler_pt)(weir_http_request_t *r);
 typedef void (*weir_http_event_handler_pt)(weir_http_request_t *r);
@@ -37,6 +38,7 @@ typedef void (*weir_http_client_body_handler_pt)(weir_http_request_t *r);
 #include "weir_http_core_module.h"
 #include "weir_http_parse.h"
 #include "weir_http_v1.h"
+#include "weir_http_upstream.h"
 
 struct weir_http_log_ctx_s {
     weir_connection_t    *connection;
@@ -100,6 +102,9 @@ weir_int_t weir_http_read_client_request_body(weir_http_request_t *r,
     weir_http_client_body_handler_pt post_handler);
 /* arms or re-arms reading of a streamed (unbuffered) request body */
 weir_int_t weir_http_read_unbuffered_request_body(weir_http_request_t *r);
+/* an unlinked temporary file for r's data (request body, upstream
+ * response), closed with r->pool; NULL on failure (logged) */
+weir_file_t *weir_http_open_temp_file(weir_http_request_t *r);
 /*
  * Added by the body helper (weir_http_request_body.c): the request body
  * of a byte-stream protocol (HTTP/1). weir_http_v1_proto's read_body and
@@ -139,6 +144,10 @@ weir_http_header_t *weir_http_add_header_out(weir_http_request_t *r,
 void weir_http_clear_header_out(weir_http_header_t **h);
 
 extern weir_module_t   weir_http_module;
+
+/* the $upstream_* variables (weir_http_upstream.c), added by the upstream
+ * module's preconfiguration */
+weir_int_t weir_http_upstream_add_variables(weir_conf_t *cf);
 extern weir_str_t      weir_http_html_default_types[];
 
 /* the tops of the filter chains, set when the chains are built */

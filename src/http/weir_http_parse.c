@@ -1849,3 +1849,41 @@ weir_http_arg(weir_http_request_t *r, unsigned char *name, size_t len,
 
     return WEIR_DECLINED;
 }
+
+
+weir_uint_t
+weir_http_list_has_token(weir_str_t *value, unsigned char *token,
+    size_t len)
+{
+    unsigned char  *p, *last, *start, *end;
+
+    p = value->data;
+    last = p + value->len;
+
+    while (p < last) {
+
+        while (p < last && (*p == ' ' || *p == '\t' || *p == ',')) {
+            p++;
+        }
+
+        start = p;
+
+        while (p < last && *p != ',') {
+            p++;
+        }
+
+        end = p;
+
+        while (end > start && (end[-1] == ' ' || end[-1] == '\t')) {
+            end--;
+        }
+
+        if (len && (size_t) (end - start) == len
+            && weir_strncasecmp(start, token, len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}

@@ -57,4 +57,9 @@ typedef struct {
 weir_int_t weir_http_parse_status_line(weir_http_request_t *r,
     weir_buf_t *b, weir_http_status_t *status);
 
+/* does the comma-separated list value (Connection, TE, ...) hold the
+ * element token (case-insensitive, surrounding whitespace ignored)? */
+weir_uint_t weir_http_list_has_token(weir_str_t *value,
+    unsigned char *token, size_t len);
+
 #endif /* _WEIR_HTTP_PARSE_H_INCLUDED_ */

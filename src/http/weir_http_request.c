@@ -1441,6 +1441,7 @@ weir_http_log_error(weir_log_t *log, unsigned char *buf, size_t len)
     unsigned char               *p, *last;
     weir_http_request_t         *r;
     weir_http_log_ctx_t         *ctx;
+    weir_http_upstream_t        *u;
     weir_http_core_srv_conf_t   *cscf;
 
     ctx = log->data;
@@ -1472,6 +1473,14 @@ weir_http_log_error(weir_log_t *log, unsigned char *buf, size_t len)
     if (r->request_line.len) {
         p = weir_slprintf(p, last, ", request: \"%.*s\"",
                           WEIR_STR_ARG(r->request_line));
+    }
+
+    u = r->upstream;
+
+    if (u && u->peer.name && u->peer.name->len) {
+        p = weir_slprintf(p, last, ", upstream: \"%.*s%.*s%.*s\"",
+                          WEIR_STR_ARG(u->schema), WEIR_STR_ARG(*u->peer.name),
+                          WEIR_STR_ARG(u->uri));
     }
 
     if (r->headers_in.host) {

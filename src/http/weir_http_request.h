@@ -293,6 +293,14 @@ struct weir_http_proto_s {
     weir_int_t                 (*discard_body)(weir_http_request_t *r);
     /* sends a 1xx interim response (100-continue) */
     weir_int_t                 (*send_continue)(weir_http_request_t *r);
+    /* relays an interim response from an origin (1xx other than 101)
+     * with its headers (weir_http_header_t, hash 0 entries skipped);
+     * WEIR_OK, WEIR_AGAIN (buffered: it goes out before the final head)
+     * or WEIR_ERROR; WEIR_DECLINED when the client cannot take one
+     * (HTTP/1.0): the caller drops it */
+    weir_int_t                 (*send_interim)(weir_http_request_t *r,
+                                               weir_uint_t status,
+                                               weir_list_t *headers);
     /* called when the request is freed: keep-alive, pipelining, close */
     void                       (*request_done)(weir_http_request_t *r,
                                                weir_int_t rc);
@@ -326,6 +334,7 @@ struct weir_http_request_s {
     weir_http_headers_out_t      headers_out;
 
     weir_http_request_body_t    *request_body;
+    weir_http_upstream_t        *upstream;          /* proxied: the core's */
 
     time_t                       lingering_time;
     time_t                       start_sec;

@@ -1035,13 +1035,19 @@ weir_http_body_spill(weir_http_request_t *r, weir_http_body_reader_t *st)
 }
 
 
-static weir_int_t
-weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
+/*
+ * Opens a temporary file for r (a request body, or an upstream response
+ * the client is too slow for): created O_EXCL with mode 0600 in the
+ * prefix's client_body_temp directory (or /tmp), unlinked at once, closed
+ * by a cleanup of r->pool. Returns the file or NULL (logged at crit).
+ */
+
+weir_file_t *
+weir_http_open_temp_file(weir_http_request_t *r)
 {
     weir_fd_t                  fd;
     weir_uint_t                tries;
     weir_str_t                 dir, name;
-    weir_buf_t                *b;
     weir_file_t               *file;
     weir_cycle_t              *cycle;
     weir_connection_t         *c;
@@ -1067,7 +1073,7 @@ weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
                          ? "" : "/")
             != WEIR_OK)
         {
-            return WEIR_ERROR;
+            return NULL;
         }
 
         if (mkdir((const char *) temp_dir.data, 0700) == -1
@@ -1096,7 +1102,7 @@ weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
 
     cln = weir_pool_cleanup_add(r->pool, sizeof(weir_pool_cleanup_file_t));
     if (cln == NULL) {
-        return WEIR_ERROR;
+        return NULL;
     }
 
     fd = -1;
@@ -1107,7 +1113,7 @@ weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
                          (long) getpid())
             != WEIR_OK)
         {
-            return WEIR_ERROR;
+            return NULL;
         }
 
         fd = open((const char *) name.data,
@@ -1121,7 +1127,7 @@ weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
     if (fd == -1) {
         weir_log_error(WEIR_LOG_CRIT, c->log, weir_errno,
                        "open() \"%.*s\" failed", WEIR_STR_ARG(name));
-        return WEIR_ERROR;
+        return NULL;
     }
 
     /* the descriptor keeps the data: nothing is left behind on disk */
@@ -1134,15 +1140,34 @@ weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
     cln->handler = weir_pool_cleanup_file;
 
     file = weir_pcalloc(r->pool, sizeof(weir_file_t));
-    b = weir_calloc_buf(r->pool);
-    st->file_cl = weir_palloc(r->pool, sizeof(weir_chain_t));
-    if (file == NULL || b == NULL || st->file_cl == NULL) {
-        return WEIR_ERROR;
+    if (file == NULL) {
+        return NULL;
     }
 
     file->fd = fd;
     file->name = name;
     file->log = c->log;
+
+    return file;
+}
+
+
+static weir_int_t
+weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
+{
+    weir_buf_t   *b;
+    weir_file_t  *file;
+
+    file = weir_http_open_temp_file(r);
+    if (file == NULL) {
+        return WEIR_ERROR;
+    }
+
+    b = weir_calloc_buf(r->pool);
+    st->file_cl = weir_palloc(r->pool, sizeof(weir_chain_t));
+    if (b == NULL || st->file_cl == NULL) {
+        return WEIR_ERROR;
+    }
 
     b->in_file = 1;
     b->temp_file = 1;
@@ -1155,7 +1180,7 @@ weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
     st->file_cl->next = NULL;
     st->file = file;
 
-    weir_log_error(WEIR_LOG_WARN, c->log, 0,
+    weir_log_error(WEIR_LOG_WARN, r->connection->log, 0,
                    "a client request body is buffered to a temporary file");
 
     return WEIR_OK;

@@ -41,6 +41,8 @@ static weir_int_t weir_http_send_memory_body(weir_http_request_t *r,
 static weir_http_status_text_t  weir_http_status_texts[] = {
     { 100, "Continue" },
     { 101, "Switching Protocols" },
+    { 102, "Processing" },
+    { 103, "Early Hints" },
     { 200, "OK" },
     { 201, "Created" },
     { 202, "Accepted" },

@@ -74,6 +74,8 @@ static weir_int_t weir_http_v1_send_body(weir_http_request_t *r,
 static weir_int_t weir_http_v1_read_body(weir_http_request_t *r);
 static weir_int_t weir_http_v1_discard_body(weir_http_request_t *r);
 static weir_int_t weir_http_v1_send_continue(weir_http_request_t *r);
+static weir_int_t weir_http_v1_send_interim(weir_http_request_t *r,
+    weir_uint_t status, weir_list_t *headers);
 static void weir_http_v1_request_done(weir_http_request_t *r,
     weir_int_t rc);
 
@@ -93,6 +95,7 @@ weir_http_proto_t  weir_http_v1_proto = {
     weir_http_v1_read_body,
     weir_http_v1_discard_body,
     weir_http_v1_send_continue,
+    weir_http_v1_send_interim,
     weir_http_v1_request_done
 };
 
@@ -1340,7 +1343,11 @@ weir_http_v1_send_header(weir_http_request_t *r)
         p = weir_http_v1_put_lit(p, last, "Transfer-Encoding: chunked\r\n");
     }
 
-    if (r->keepalive) {
+    if (status == WEIR_HTTP_SWITCHING_PROTOCOLS) {
+        /* a relayed Upgrade: the connection becomes a tunnel */
+        p = weir_http_v1_put_lit(p, last, "Connection: upgrade\r\n");
+
+    } else if (r->keepalive) {
         p = weir_http_v1_put_lit(p, last, "Connection: keep-alive\r\n");
 
         if (clcf->keepalive_header > 0) {
@@ -1785,6 +1792,14 @@ weir_http_v1_write(weir_http_request_t *r)
             fb->last = fb->start + n;
             b->file_pos += n;
 
+            if (b->file_pos >= b->file_last && !b->last_buf && !b->flush) {
+                /* the range is all read: its link now carries the copy,
+                 * so nothing here points at b any more and its owner
+                 * may reuse it at once (proxied bodies recycle theirs) */
+                r->out->buf = fb;
+                continue;
+            }
+
             ncl = weir_alloc_chain_link(r->pool, &st->free);
             if (ncl == NULL) {
                 return WEIR_ERROR;
@@ -1961,6 +1976,80 @@ weir_http_v1_discard_body(weir_http_request_t *r)
  * "Expect: 100-continue": the body code calls this once, just before the
  * body is first read (it checks the expectation and r->expect_tested).
  */
+
+/*
+ * An interim response relayed from an origin (103 Early Hints, 102...):
+ * queued before the final head and written as the socket allows.
+ */
+
+static weir_int_t
+weir_http_v1_send_interim(weir_http_request_t *r, weir_uint_t status,
+    weir_list_t *headers)
+{
+    size_t               len;
+    weir_uint_t          i;
+    weir_buf_t          *b;
+    const char          *reason;
+    unsigned char       *p, *last;
+    weir_list_part_t    *part;
+    weir_http_header_t  *h;
+
+    if (r->http_version < WEIR_HTTP_VERSION_11 || r->header_sent
+        || status < 100 || status > 199
+        || status == WEIR_HTTP_SWITCHING_PROTOCOLS)
+    {
+        return WEIR_DECLINED;
+    }
+
+    reason = weir_http_status_reason(status);
+
+    len = sizeof("HTTP/1.1 999 \r\n\r\n") - 1
+          + (reason ? weir_strlen(reason) : 0);
+
+    for (part = &headers->part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].hash) {
+                len += weir_http_v1_header_size(&h[i]);
+            }
+        }
+    }
+
+    /* one more byte: weir_slprintf always leaves room for a NUL */
+    b = weir_create_temp_buf(r->pool, len + 1);
+    if (b == NULL) {
+        return WEIR_ERROR;
+    }
+
+    p = b->last;
+    last = b->end;
+
+    p = weir_slprintf(p, last, "HTTP/1.1 %lu %s\r\n", (unsigned long) status,
+                      reason ? reason : "");
+
+    for (part = &headers->part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].hash) {
+                p = weir_slprintf(p, last, "%.*s: %.*s\r\n",
+                                  WEIR_STR_ARG(h[i].key),
+                                  WEIR_STR_ARG(h[i].value));
+            }
+        }
+    }
+
+    p = weir_slprintf(p, last, "\r\n");
+    b->last = p;
+
+    if (weir_http_v1_queue(r, b) != WEIR_OK) {
+        return WEIR_ERROR;
+    }
+
+    return weir_http_v1_write(r);
+}
+
 
 static weir_int_t
 weir_http_v1_send_continue(weir_http_request_t *r)

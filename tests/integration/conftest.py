@@ -93,3 +93,53 @@ def make_weir(request):
 def weir(make_weir):
     """One Weir instance (see make_weir)."""
     return make_weir()
+
+
+# ---- the test origin of the proxy tests (origin.py)
+
+@pytest.fixture
+def make_origin():
+    """A factory of started origin.Origin instances (keyword arguments as
+    Origin takes them). At teardown every one is stopped: its listener
+    and connections closed, its threads joined."""
+    import origin as origin_lib
+
+    origins = []
+
+    def make(**kw):
+        o = origin_lib.Origin(**kw)
+        origins.append(o)
+        return o.start()
+
+    yield make
+
+    errors = []
+    for o in origins:
+        try:
+            o.stop()
+        except Exception as exc:
+            errors.append(str(exc))
+    if errors:
+        pytest.fail("\n".join(errors), pytrace=False)
+
+
+@pytest.fixture
+def origin(make_origin):
+    """One started origin.Origin named "origin" (see make_origin)."""
+    return make_origin()
+
+
+@pytest.fixture
+def blackhole():
+    """An address whose connect() hangs (origin.BlackHole); skips the
+    test when the accept queue cannot be shown full on this system."""
+    import origin as origin_lib
+
+    bh = origin_lib.BlackHole()
+    try:
+        if not bh.reliable or not bh.probe():
+            pytest.skip("cannot make a connect() hang here: the accept "
+                        "queue of a backlog-0 listener did not fill")
+        yield bh
+    finally:
+        bh.close()

@@ -39,8 +39,12 @@ def test_default_configuration_serves_the_welcome_site(weir):
     with open(os.path.join(REPO, "conf", "weir.conf")) as f:
         text = f.read()
     assert "127.0.0.1:8080" in text
-    # the same file, on a free port: 8080 may be taken on a test machine
+    assert "127.0.0.1:8081" in text
+    # the same file, on free ports: 8080 and 8081 may be taken on a test
+    # machine
+    origin = weir.port()
     text = text.replace("127.0.0.1:8080", "127.0.0.1:%d" % port)
+    text = text.replace("127.0.0.1:8081", "127.0.0.1:%d" % origin)
     shutil.copy(os.path.join(REPO, "conf", "mime.types"),
                 weir.path("conf", "mime.types"))
     shutil.copytree(os.path.join(REPO, "html"), weir.path("html"))
@@ -61,6 +65,11 @@ def test_default_configuration_serves_the_welcome_site(weir):
     status, _, body = get(port, "/status")
     assert status == 200
     assert body.startswith(b"Active connections:")
+
+    # the reverse proxy demo: /proxy/x is /x at the origin server block
+    status, _, body = get(port, "/proxy/some/path?a=1")
+    assert status == 200
+    assert body == b"hello from the origin server block: /some/path?a=1\n"
 
     with open(weir.path("logs", "access.log")) as f:
         log = f.read()

@@ -191,7 +191,7 @@ weir_test_send_body(weir_http_request_t *r, weir_chain_t *in)
 
 static weir_http_proto_t  weir_test_proto = {
     "test", weir_test_send_header, weir_test_send_body, NULL, NULL, NULL,
-    NULL
+    NULL, NULL
 };
 
 

@@ -1,0 +1,572 @@
+#ifndef _WEIR_HTTP_UPSTREAM_H_INCLUDED_
+#define _WEIR_HTTP_UPSTREAM_H_INCLUDED_
+
+/*
+ * The upstream framework: one weir_http_upstream_t per proxied request.
+ * docs/dev/upstream.md is the design; this header is the contract
+ * between its pieces:
+ *
+ *   weir_http_upstream.c              the core: connect, send, read, relay
+ *                                     both ways with back-pressure,
+ *                                     buffering and temp files, retries,
+ *                                     timeouts, 502/504, the Upgrade
+ *                                     tunnel, $upstream_* variables
+ *   weir_http_upstream_v1.c           the HTTP/1.1 protocol handler: pure
+ *                                     transforms between the neutral
+ *                                     request/response and HTTP/1 bytes
+ *   weir_http_upstream_conf.c         the upstream{} block, "server",
+ *                                     implicit upstreams of proxy_pass,
+ *                                     names resolved at start
+ *   weir_http_upstream_round_robin.c  the default balancer (smooth
+ *                                     weighted round robin, backup, down,
+ *                                     max_fails/fail_timeout)
+ *   weir_http_upstream_keepalive.c    the keep-alive pool (on by default)
+ *   src/modules/http_upstream_{least_conn,hash,random}  balancers
+ *   src/modules/http_proxy            the proxy module (proxy_pass ...)
+ *
+ * The core never looks at a wire format: everything it knows about
+ * HTTP/1 it learns through u->proto (weir_http_upstream_proto_t), so that
+ * HTTP/2 and HTTP/3 origins plug in as further handlers, and nothing
+ * here looks at r->proto either (any client protocol, any origin one).
+ */
+
+typedef struct weir_http_upstream_srv_conf_s   weir_http_upstream_srv_conf_t;
+typedef struct weir_http_upstream_proto_s      weir_http_upstream_proto_t;
+
+
+/* ---- configuration shared by the modules that use the core ---------- */
+
+/* proxy_next_upstream bits */
+#define WEIR_HTTP_UPSTREAM_FT_ERROR           0x00000002
+#define WEIR_HTTP_UPSTREAM_FT_TIMEOUT         0x00000004
+#define WEIR_HTTP_UPSTREAM_FT_INVALID_HEADER  0x00000008
+#define WEIR_HTTP_UPSTREAM_FT_HTTP_500        0x00000010
+#define WEIR_HTTP_UPSTREAM_FT_HTTP_502        0x00000020
+#define WEIR_HTTP_UPSTREAM_FT_HTTP_503        0x00000040
+#define WEIR_HTTP_UPSTREAM_FT_HTTP_504        0x00000080
+#define WEIR_HTTP_UPSTREAM_FT_HTTP_403        0x00000100
+#define WEIR_HTTP_UPSTREAM_FT_HTTP_404        0x00000200
+#define WEIR_HTTP_UPSTREAM_FT_HTTP_429        0x00000400
+#define WEIR_HTTP_UPSTREAM_FT_NOLIVE          0x40000000
+#define WEIR_HTTP_UPSTREAM_FT_NON_IDEMPOTENT  0x10000000
+#define WEIR_HTTP_UPSTREAM_FT_OFF             0x80000000
+
+#define WEIR_HTTP_UPSTREAM_FT_STATUS  (WEIR_HTTP_UPSTREAM_FT_HTTP_500         \
+                                       |WEIR_HTTP_UPSTREAM_FT_HTTP_502        \
+                                       |WEIR_HTTP_UPSTREAM_FT_HTTP_503        \
+                                       |WEIR_HTTP_UPSTREAM_FT_HTTP_504        \
+                                       |WEIR_HTTP_UPSTREAM_FT_HTTP_403        \
+                                       |WEIR_HTTP_UPSTREAM_FT_HTTP_404        \
+                                       |WEIR_HTTP_UPSTREAM_FT_HTTP_429)
+
+/* for weir_conf_set_bitmask_slot: error timeout invalid_header http_500
+ * http_502 http_503 http_504 http_403 http_404 http_429 non_idempotent
+ * off (weir_http_upstream.c) */
+extern weir_conf_bitmask_t  weir_http_upstream_next_masks[];
+
+/*
+ * What a module that uses the core (the proxy module) configures per
+ * location, embedded in its loc conf, merged with
+ * weir_http_upstream_merge_conf(). Unset values are WEIR_CONF_UNSET*.
+ */
+typedef struct {
+    weir_http_upstream_srv_conf_t  *upstream;   /* NULL: from variables */
+
+    weir_msec_t                     connect_timeout;    /* 60s */
+    weir_msec_t                     send_timeout;       /* 60s */
+    weir_msec_t                     read_timeout;       /* 60s */
+    weir_msec_t                     next_upstream_timeout;  /* 0: none */
+    weir_uint_t                     next_upstream_tries;    /* 0: none */
+    weir_uint_t                     next_upstream;      /* FT_ bits; default
+                                                           error|timeout */
+
+    size_t                          buffer_size;        /* 4k|8k: the head
+                                                           buffer, and the
+                                                           one buffer of
+                                                           buffering off */
+    weir_bufs_t                     bufs;               /* 8 4k|8k */
+    size_t                          busy_buffers_size;  /* 2 * buffer */
+    off_t                           max_temp_file_size; /* 1024m; 0: none */
+    size_t                          temp_file_write_size; /* 2 * buffer */
+
+    weir_flag_t                     buffering;          /* on */
+    weir_flag_t                     request_buffering;  /* on */
+    weir_flag_t                     intercept_errors;   /* off */
+    weir_flag_t                     ignore_client_abort;/* off */
+    weir_flag_t                     pass_trailers;      /* on */
+    weir_flag_t                     socket_keepalive;   /* off */
+
+    /* response header names (lowercase) never relayed to the client, and
+     * the ones relayed although hidden by default */
+    weir_hash_t                     hide_headers_hash;
+    weir_array_t                   *hide_headers;       /* of weir_str_t */
+    weir_array_t                   *pass_headers;       /* of weir_str_t */
+
+    weir_str_t                      module;             /* "proxy", for
+                                                           log lines */
+} weir_http_upstream_conf_t;
+
+/*
+ * Fills the unset values of conf from prev, then the defaults above, and
+ * builds conf->hide_headers_hash from default_hide (lowercase names, NULL
+ * terminated) + hide_headers - pass_headers. Returns WEIR_CONF_OK or an
+ * error string.
+ */
+char *weir_http_upstream_merge_conf(weir_conf_t *cf,
+    weir_http_upstream_conf_t *conf, weir_http_upstream_conf_t *prev,
+    weir_str_t *default_hide);
+
+
+/* ---- the neutral request to the origin and its answer ---------------- */
+
+/*
+ * What the origin is asked, filled by the module's create_request
+ * callback. The protocol handler serializes it; nobody copies client
+ * bytes to the origin (smuggling: docs/dev/upstream.md).
+ */
+typedef struct {
+    weir_uint_t                  method;        /* WEIR_HTTP_GET ... */
+    weir_str_t                   method_name;   /* "GET" */
+    weir_str_t                   scheme;        /* "http" */
+    weir_str_t                   authority;     /* Host / :authority */
+    weir_str_t                   uri;           /* path and ?args, escaped */
+    /* weir_http_header_t, key and value as to send; the handler skips
+     * entries with hash 0 and entries with an empty value. Host,
+     * Content-Length and Transfer-Encoding are never in this list: the
+     * handler writes them from authority and body_length */
+    weir_list_t                  headers;
+    /* -1: a body of unknown length (HTTP/1.1: sent chunked); 0: none */
+    off_t                        body_length;
+    weir_uint_t                  http_version;  /* WEIR_HTTP_VERSION_10/11 */
+    unsigned                     has_body:1;    /* a body follows (also
+                                                   when body_length is 0
+                                                   and the method needs a
+                                                   "Content-Length: 0") */
+    unsigned                     upgrade:1;     /* asks for an Upgrade */
+    unsigned                     send_trailers:1; /* request trailers of
+                                                   r->headers_in.trailers
+                                                   go with a chunked body */
+} weir_http_upstream_request_t;
+
+/* the origin's response head, as the protocol handler parsed it */
+typedef struct {
+    weir_list_t                  headers;       /* of weir_http_header_t,
+                                                   key as received, value
+                                                   trimmed, lowcase_key,
+                                                   hash, token */
+    weir_list_t                  trailers;      /* after a chunked body */
+
+    weir_uint_t                  status_n;
+    weir_str_t                   status_line;   /* "200 OK" (code + reason) */
+    weir_uint_t                  http_version;
+
+    /* first occurrence of these (NULL: none) */
+    weir_http_header_t          *connection;
+    weir_http_header_t          *content_length;
+    weir_http_header_t          *transfer_encoding;
+    weir_http_header_t          *upgrade;
+    weir_http_header_t          *keep_alive;
+    weir_http_header_t          *location;
+    weir_http_header_t          *refresh;
+    weir_http_header_t          *date;
+    weir_http_header_t          *server;
+    weir_http_header_t          *content_type;
+
+    off_t                        content_length_n;  /* -1: unknown */
+
+    unsigned                     chunked:1;
+    unsigned                     connection_close:1;
+    unsigned                     no_body:1;     /* HEAD, 204, 304, 1xx */
+} weir_http_upstream_headers_in_t;
+
+
+/* ---- protocol handlers ---------------------------------------------- */
+
+/* process_header results besides WEIR_OK, WEIR_AGAIN, WEIR_ERROR */
+#define WEIR_HTTP_UPSTREAM_INVALID_HEADER  40
+/* an interim 1xx head (not 101) is in u->headers_in: the core relays it
+ * and calls process_header again for the next head */
+#define WEIR_HTTP_UPSTREAM_INTERIM         41
+
+/*
+ * An origin protocol. For HTTP/1.1 (weir_http_upstream_v1.c) each hook
+ * is a transform over buffers; the core does every read, write, timer
+ * and allocation decision around them. All memory comes from
+ * u->request->pool unless said otherwise.
+ */
+struct weir_http_upstream_proto_s {
+    weir_str_t                   name;          /* "http/1.1" */
+    weir_uint_t                  default_port;  /* 80 */
+
+    /*
+     * Serializes u->req (the request line or pseudo-headers, headers,
+     * framing) into u->request_bufs: a chain of memory buffers. Called
+     * once per request; a retry resends the same chain from the start
+     * (the core keeps the original pos of each buffer).
+     */
+    weir_int_t  (*create_request)(weir_http_upstream_t *u);
+
+    /*
+     * Frames request body data for the origin: in is plain body data
+     * (memory or file buffers, the last one with last_buf when the body
+     * ends; in may be NULL with only_last set). Appends links to *out:
+     * the same buffers for a body of known length, or chunk-size lines,
+     * the data and CRLFs for chunked (the last chunk, the request
+     * trailers when u->req.send_trailers, and the final CRLF after
+     * last_buf). Framing buffers may be recycled through u->frame_free.
+     * Returns WEIR_OK or WEIR_ERROR (more data than body_length says).
+     */
+    weir_int_t  (*encode_body)(weir_http_upstream_t *u, weir_chain_t *in,
+                               weir_chain_t **out);
+
+    /* resets the response-head parser (before each attempt) */
+    void        (*reinit)(weir_http_upstream_t *u);
+
+    /*
+     * Parses the response head from u->buffer [pos, last) into
+     * u->headers_in, advancing pos. WEIR_AGAIN: need more bytes (the
+     * core reads more into u->buffer; a head that fills it is an invalid
+     * header: "upstream sent too big header"). WEIR_OK: the head is
+     * complete, pos is at the first body byte. WEIR_HTTP_UPSTREAM_INTERIM:
+     * an interim (1xx, not 101) head is complete; the core relays it,
+     * calls reinit_head and calls again. WEIR_HTTP_UPSTREAM_INVALID_HEADER:
+     * malformed, or both Content-Length and Transfer-Encoding, or an
+     * invalid length (logged at error by the handler naming what was
+     * wrong: "upstream sent invalid header ... while reading response
+     * header from upstream").
+     */
+    weir_int_t  (*process_header)(weir_http_upstream_t *u);
+    /* clears u->headers_in for the next head after an interim one */
+    void        (*reinit_head)(weir_http_upstream_t *u);
+
+    /*
+     * Body decoding, set up once the head is complete (u->headers_in,
+     * u->req.method known): u->length is set to the bytes still
+     * expected, -1 when unknown (close-delimited or chunked), 0 when the
+     * response has no body.
+     */
+    weir_int_t  (*input_filter_init)(weir_http_upstream_t *u);
+    /*
+     * Decodes the bytes [b->pos, b->last) just read from the origin (b
+     * is one of the core's raw buffers, b->pos is where the new bytes
+     * begin), handing each piece of body data to the core with
+     * weir_http_upstream_emit(u, b, start, end) (no copy: the piece stays
+     * in b) and the end of the body with weir_http_upstream_emit_last(u)
+     * once (trailers already in u->headers_in.trailers). Consumes all
+     * of it (b->pos = b->last). Bytes after the end of the response set
+     * u->keepalive = 0 and are dropped (logged at warn "upstream sent
+     * more data than specified"). Returns WEIR_OK or WEIR_ERROR (invalid
+     * chunked framing: logged at error).
+     * With b == NULL: the origin closed the connection; emits the end
+     * when the body was close-delimited, else returns WEIR_ERROR
+     * ("upstream prematurely closed connection").
+     */
+    weir_int_t  (*input_filter)(weir_http_upstream_t *u, weir_buf_t *b);
+
+    /*
+     * Once the response body ended: may the connection carry another
+     * request? (HTTP/1.1: the response was complete and length-framed or
+     * chunked, no "Connection: close" from the origin, HTTP/1.1 origin,
+     * the whole request including the body was sent, no extra bytes.)
+     */
+    weir_uint_t (*keepalive)(weir_http_upstream_t *u);
+};
+
+extern weir_http_upstream_proto_t  weir_http_upstream_v1_proto;
+
+
+/* ---- peers and balancers -------------------------------------------- */
+
+/* how a balancer plugs in: init_upstream at configuration time (after
+ * the upstream block is parsed), init per request; init sets
+ * u->peer.get, u->peer.free, u->peer.data and u->peer.tries */
+typedef weir_int_t (*weir_http_upstream_init_pt)(weir_conf_t *cf,
+    weir_http_upstream_srv_conf_t *us);
+typedef weir_int_t (*weir_http_upstream_init_peer_pt)(weir_http_request_t *r,
+    weir_http_upstream_srv_conf_t *us);
+
+typedef struct {
+    weir_http_upstream_init_pt        init_upstream;
+    weir_http_upstream_init_peer_pt   init;
+    void                             *data;     /* the balancer's */
+} weir_http_upstream_peer_t;
+
+/* one "server" line of an upstream block (or the address of an implicit
+ * upstream): a name may resolve to several addresses, each a peer */
+typedef struct {
+    weir_str_t                   name;          /* as written */
+    weir_addr_t                 *addrs;
+    weir_uint_t                  naddrs;
+    weir_uint_t                  weight;        /* 1 */
+    weir_uint_t                  max_fails;     /* 1; 0: never marked */
+    time_t                       fail_timeout;  /* 10s */
+    weir_msec_t                  slow_start;    /* reserved, 0 */
+    weir_uint_t                  max_conns;     /* 0: no limit */
+    unsigned                     down:1;
+    unsigned                     backup:1;
+} weir_http_upstream_server_t;
+
+#define WEIR_HTTP_UPSTREAM_CREATE        0x0001
+#define WEIR_HTTP_UPSTREAM_WEIGHT        0x0002
+#define WEIR_HTTP_UPSTREAM_MAX_FAILS     0x0004
+#define WEIR_HTTP_UPSTREAM_FAIL_TIMEOUT  0x0008
+#define WEIR_HTTP_UPSTREAM_DOWN          0x0010
+#define WEIR_HTTP_UPSTREAM_BACKUP        0x0020
+#define WEIR_HTTP_UPSTREAM_MAX_CONNS     0x0100
+
+struct weir_http_upstream_srv_conf_s {
+    weir_http_upstream_peer_t    peer;
+    void                       **srv_conf;  /* the block's module confs */
+
+    weir_array_t                *servers;   /* of
+                                               weir_http_upstream_server_t */
+    weir_uint_t                  flags;     /* what the balancer allows
+                                               on "server" lines */
+    weir_str_t                   host;      /* block name, or the host of
+                                               an implicit upstream */
+    unsigned char               *file_name;
+    weir_uint_t                  line;
+    in_port_t                    port;
+    weir_uint_t                  no_port;   /* implicit without a port */
+
+    /* the keep-alive pool of this group (weir_http_upstream_keepalive.c;
+     * NULL when "keepalive 0") */
+    void                        *keepalive;
+};
+
+/* the upstream module's main conf: every group, explicit or implicit */
+typedef struct {
+    weir_hash_t                  headers_in_hash;   /* reserved */
+    weir_array_t                 upstreams;  /* of
+                                                weir_http_upstream_srv_conf_t *
+                                              */
+} weir_http_upstream_main_conf_t;
+
+/*
+ * Finds or adds the group for url (weir_http_upstream_conf.c):
+ * - flags WEIR_HTTP_UPSTREAM_CREATE (the upstream block itself): a block
+ *   of the same name twice is an error ("duplicate upstream");
+ * - otherwise (proxy_pass http://NAME[:port]): a group named NAME without
+ *   a port matches a block of that name, even one defined further down
+ *   the configuration (the match is completed in init_main_conf);
+ *   host:port with no block of that name is an implicit group whose
+ *   address is resolved now (weir_parse_addr_port: IP literal or name;
+ *   a name that does not resolve is "host not found in upstream ..."
+ *   with file:line), with every address a peer and default parameters.
+ * Returns the group or NULL (error logged with weir_conf_log_error).
+ */
+weir_http_upstream_srv_conf_t *weir_http_upstream_add(weir_conf_t *cf,
+    weir_str_t *host, in_port_t port, weir_uint_t no_port,
+    weir_uint_t flags);
+
+/*
+ * Round robin (weir_http_upstream_round_robin.c): the default balancer
+ * and the base the others build on. Peer state is per worker (as nginx
+ * without "zone"): max_fails failures within fail_timeout mark a peer
+ * unavailable for fail_timeout; then one request probes it, a success
+ * makes it available again.
+ */
+typedef struct weir_http_upstream_rr_peer_s   weir_http_upstream_rr_peer_t;
+typedef struct weir_http_upstream_rr_peers_s  weir_http_upstream_rr_peers_t;
+
+struct weir_http_upstream_rr_peer_s {
+    struct sockaddr                 *sockaddr;
+    socklen_t                        socklen;
+    weir_str_t                       name;      /* "127.0.0.1:8081" */
+    weir_str_t                       server;    /* the "server" argument */
+
+    weir_int_t                       current_weight;
+    weir_int_t                       effective_weight;
+    weir_int_t                       weight;
+
+    weir_uint_t                      conns;     /* active, this worker */
+    weir_uint_t                      max_conns;
+
+    weir_uint_t                      fails;
+    time_t                           accessed;  /* last failure */
+    time_t                           checked;   /* last probe / success */
+
+    weir_uint_t                      max_fails;
+    time_t                           fail_timeout;
+
+    weir_uint_t                      down;
+    weir_http_upstream_rr_peer_t    *next;
+};
+
+struct weir_http_upstream_rr_peers_s {
+    weir_uint_t                      number;
+    weir_uint_t                      total_weight;
+    weir_uint_t                      tries;     /* peers that may be tried */
+    unsigned                         single:1;
+    unsigned                         weighted:1;
+    weir_str_t                      *name;      /* the group */
+    weir_http_upstream_rr_peers_t   *next;      /* the backup peers */
+    weir_http_upstream_rr_peer_t    *peer;      /* a list */
+};
+
+/* per request: which peers were tried (a bitmap over peers->number) */
+typedef struct {
+    weir_http_upstream_rr_peers_t   *peers;
+    weir_http_upstream_rr_peer_t    *current;
+    uintptr_t                       *tried;
+    uintptr_t                        data;
+} weir_http_upstream_rr_peer_data_t;
+
+weir_int_t weir_http_upstream_init_round_robin(weir_conf_t *cf,
+    weir_http_upstream_srv_conf_t *us);
+weir_int_t weir_http_upstream_init_round_robin_peer(weir_http_request_t *r,
+    weir_http_upstream_srv_conf_t *us);
+/* a one-off group for proxy_pass with variables that named an address
+ * (u->resolved); no block, no health kept beyond the request */
+weir_int_t weir_http_upstream_create_round_robin_peer(weir_http_request_t *r,
+    weir_addr_t *addrs, weir_uint_t naddrs, weir_str_t *host);
+weir_int_t weir_http_upstream_get_round_robin_peer(
+    weir_peer_connection_t *pc, void *data);
+void weir_http_upstream_free_round_robin_peer(weir_peer_connection_t *pc,
+    void *data, weir_uint_t state);
+/* is peer usable now (down, max_fails within fail_timeout, max_conns)? */
+weir_uint_t weir_http_upstream_rr_peer_usable(
+    weir_http_upstream_rr_peer_t *peer, time_t now);
+
+/*
+ * The keep-alive pool (weir_http_upstream_keepalive.c), in every group
+ * by default ("keepalive N" in the block, 32 by default, 0 turns it off;
+ * implicit groups get the default): called by the core right after the
+ * balancer's init, it wraps u->peer.get/free/data.
+ * Per worker, per group: at most N idle connections, a connection is
+ * matched by peer address. An idle connection is closed after
+ * keepalive_timeout (60s), after keepalive_requests (1000) requests, or
+ * when the origin closes it or sends anything while idle.
+ */
+weir_int_t weir_http_upstream_keepalive_init_peer(weir_http_request_t *r,
+    weir_http_upstream_srv_conf_t *us);
+/* closes every idle cached connection of this worker (graceful stop) */
+void weir_http_upstream_keepalive_close_all(weir_cycle_t *cycle);
+
+
+/* ---- the per-request upstream object -------------------------------- */
+
+/* one attempt at one peer, for $upstream_* variables and the log */
+typedef struct {
+    weir_uint_t                  status;        /* 0: no response */
+    weir_msec_t                  response_time;
+    weir_msec_t                  connect_time;  /* (weir_msec_t) -1: none */
+    weir_msec_t                  header_time;
+    off_t                        bytes_received;
+    off_t                        bytes_sent;
+    off_t                        response_length;
+    weir_str_t                  *peer;          /* address name */
+} weir_http_upstream_state_t;
+
+/* proxy_pass with variables: what the variables named */
+typedef struct {
+    weir_str_t                   host;
+    in_port_t                    port;
+    weir_uint_t                  no_port;
+    weir_addr_t                 *addrs;     /* NULL: host names a group or
+                                               needs resolving */
+    weir_uint_t                  naddrs;
+} weir_http_upstream_resolved_t;
+
+struct weir_http_upstream_s {
+    weir_http_request_t             *request;
+    weir_http_upstream_conf_t       *conf;
+    weir_http_upstream_srv_conf_t   *upstream;  /* the group, or NULL */
+    weir_http_upstream_resolved_t   *resolved;  /* or this */
+    weir_http_upstream_proto_t      *proto;
+    void                            *proto_ctx; /* the handler's state */
+
+    weir_peer_connection_t           peer;
+
+    /* the module's callbacks */
+    weir_int_t                     (*create_request)(weir_http_request_t *r);
+    weir_int_t                     (*reinit_request)(weir_http_request_t *r);
+    /* the head is in u->headers_in (final, not 1xx): fill r->headers_out
+     * (status, headers, content length) from it; may return an HTTP
+     * status (>= 500) to fail the attempt */
+    weir_int_t                     (*process_header)(weir_http_request_t *r);
+    void                           (*finalize_request)(weir_http_request_t *r,
+                                                       weir_int_t rc);
+
+    weir_http_upstream_request_t     req;
+    weir_chain_t                    *request_bufs;  /* the serialized head
+                                                       (and a buffered
+                                                       body) */
+    weir_http_upstream_headers_in_t  headers_in;
+
+    /* response side */
+    weir_buf_t                       buffer;    /* head buffer (buffer_size),
+                                                   then the first body buffer */
+    off_t                            length;    /* body bytes still expected,
+                                                   -1 unknown */
+    weir_chain_t                    *out_bufs;  /* emitted, not yet passed */
+    weir_chain_t                   **last_out;
+    weir_chain_t                    *free_bufs; /* links and view buffers */
+    weir_chain_t                    *busy_bufs; /* passed, not yet sent */
+    weir_chain_t                    *frame_free;/* framing bufs for the
+                                                   handler (encode_body) */
+    void                            *pipe;      /* the core's buffering
+                                                   and temp-file state */
+
+    weir_array_t                    *state;     /* of
+                                                   weir_http_upstream_state_t,
+                                                   one per attempt */
+    weir_http_upstream_state_t      *cur;       /* current attempt */
+
+    weir_str_t                       schema;    /* "http://" */
+    weir_str_t                       uri;       /* for logs */
+
+    weir_msec_t                      start_time;    /* first attempt */
+    weir_uint_t                      tries;
+
+    unsigned                         request_sent:1;    /* head + body */
+    unsigned                         request_body_sent:1;
+    unsigned                         request_body_blocked:1;
+    unsigned                         header_sent:1;     /* to the client */
+    unsigned                         response_started:1;/* any byte read */
+    unsigned                         body_done:1;       /* emit_last seen */
+    unsigned                         keepalive:1;       /* handler says ok */
+    unsigned                         upgrade:1;         /* tunnel */
+    unsigned                         buffering:1;
+    unsigned                         request_buffering:1;
+    unsigned                         store:1;           /* reserved */
+    unsigned                         aborted:1;
+    unsigned                         early_response:1;  /* the response
+                                                           ended before the
+                                                           request body was
+                                                           all sent: the
+                                                           rest is not */
+};
+
+/*
+ * The module's content handler does:
+ *
+ *     if (weir_http_upstream_create(r) != WEIR_OK) return 500;
+ *     u = r->upstream; fill u->conf, u->upstream or u->resolved,
+ *     u->proto, u->schema, the callbacks;
+ *     r->request_body_no_buffering = !u->conf->request_buffering;
+ *     rc = weir_http_read_client_request_body(r, weir_http_upstream_init);
+ *     if (rc >= WEIR_HTTP_SPECIAL_RESPONSE || rc == WEIR_ERROR) return rc;
+ *     return WEIR_DONE;
+ *
+ * From then on the core owns the request until it finalizes it.
+ */
+weir_int_t weir_http_upstream_create(weir_http_request_t *r);
+void weir_http_upstream_init(weir_http_request_t *r);
+
+/* for the protocol handler's input_filter: a piece of body data
+ * [start, end) inside the raw buffer b, and the end of the body */
+weir_int_t weir_http_upstream_emit(weir_http_upstream_t *u, weir_buf_t *b,
+    unsigned char *start, unsigned char *end);
+weir_int_t weir_http_upstream_emit_last(weir_http_upstream_t *u);
+
+/* hop-by-hop header? (Connection, Keep-Alive, TE, Trailer,
+ * Transfer-Encoding, Upgrade, Proxy-Connection, Proxy-Authenticate,
+ * Proxy-Authorization, and the names that h's Connection header lists
+ * when connection is not NULL) */
+weir_uint_t weir_http_upstream_hop_by_hop(weir_http_header_t *h,
+    weir_http_header_t *connection);
+
+extern weir_module_t  weir_http_upstream_module;
+
+#endif /* _WEIR_HTTP_UPSTREAM_H_INCLUDED_ */

@@ -1,0 +1,689 @@
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_event.h"
+#include "weir_http.h"
+
+/*
+ * The keep-alive pool of origin connections. Every group has one per
+ * worker (us->keepalive), allocated from the cycle pool the first time a
+ * request of this worker uses the group: the cycle is the worker's own
+ * copy, so the pool is per worker and dies with the cycle.
+ *
+ * The pool wraps the balancer's get/free hooks for each request: get
+ * asks the balancer for a peer, then hands out an idle connection to
+ * that peer's address if one is cached; free caches a reusable
+ * connection and always tells the balancer how the attempt went.
+ *
+ * An idle connection belongs to the pool alone: c->data is its cache
+ * item, its log is the cycle's, its read handler closes it on anything
+ * (EOF, data, error, timeout, c->close from a worker short of
+ * connections or shutting down) and its write handler does nothing.
+ */
+
+
+#define WEIR_HTTP_UPSTREAM_KEEPALIVE_N         32
+#define WEIR_HTTP_UPSTREAM_KEEPALIVE_TIMEOUT   60000
+#define WEIR_HTTP_UPSTREAM_KEEPALIVE_REQUESTS  1000
+#define WEIR_HTTP_UPSTREAM_KEEPALIVE_TIME      3600000
+
+
+/* numbers are weir_int_t: weir_conf_set_num_slot writes them */
+typedef struct {
+    weir_int_t                           max_cached;
+    weir_int_t                           requests;
+    weir_msec_t                          timeout;
+    weir_msec_t                          time;
+} weir_http_upstream_keepalive_srv_conf_t;
+
+
+typedef struct {
+    weir_http_upstream_keepalive_srv_conf_t   conf;   /* resolved */
+    weir_queue_t                         cache;  /* idle; head: newest */
+    weir_queue_t                         free;   /* unused items */
+    weir_log_t                          *log;    /* the cycle's */
+} weir_http_upstream_keepalive_cache_t;
+
+
+typedef struct {
+    weir_http_upstream_keepalive_cache_t   *cache;
+    weir_queue_t                         queue;
+    weir_connection_t                   *connection;
+    socklen_t                            socklen;
+    weir_sockaddr_t                      sockaddr;
+} weir_http_upstream_keepalive_item_t;
+
+
+/* per request: the balancer's hooks, called through */
+typedef struct {
+    weir_http_upstream_keepalive_cache_t   *cache;
+    void                                *data;
+    weir_event_get_peer_pt               original_get_peer;
+    weir_event_free_peer_pt              original_free_peer;
+    /* a cached connection of this request failed: the next attempt
+     * connects anew (the other idle ones are likely stale too) */
+    unsigned                             fresh:1;
+} weir_http_upstream_keepalive_peer_data_t;
+
+
+static weir_int_t weir_http_upstream_get_keepalive_peer(
+    weir_peer_connection_t *pc, void *data);
+static void weir_http_upstream_free_keepalive_peer(
+    weir_peer_connection_t *pc, void *data, weir_uint_t state);
+static weir_uint_t weir_http_upstream_keepalive_reusable(
+    weir_http_upstream_keepalive_cache_t *cache, weir_peer_connection_t *pc,
+    weir_uint_t state);
+static void weir_http_upstream_keepalive_dummy_handler(weir_event_t *ev);
+static void weir_http_upstream_keepalive_close_handler(weir_event_t *ev);
+static void weir_http_upstream_keepalive_close(weir_connection_t *c);
+static void weir_http_upstream_keepalive_empty(void *data);
+static weir_http_upstream_keepalive_cache_t *
+    weir_http_upstream_keepalive_get_cache(weir_http_upstream_srv_conf_t *us);
+
+static void *weir_http_upstream_keepalive_create_conf(weir_conf_t *cf);
+static void weir_http_upstream_keepalive_exit_process(weir_cycle_t *cycle);
+
+
+/* the pool's items are allocated per worker at its first request: a
+ * size no worker could hold is refused at configuration time */
+static weir_conf_num_bounds_t  weir_http_upstream_keepalive_bounds = {
+    weir_conf_check_num_bounds, 0, 65536
+};
+
+
+static weir_command_t  weir_http_upstream_keepalive_commands[] = {
+
+    { weir_string("keepalive"),
+      WEIR_HTTP_UPS_CONF|WEIR_CONF_TAKE1,
+      weir_conf_set_num_slot,
+      WEIR_HTTP_SRV_CONF_OFFSET,
+      offsetof(weir_http_upstream_keepalive_srv_conf_t, max_cached),
+      &weir_http_upstream_keepalive_bounds },
+
+    { weir_string("keepalive_timeout"),
+      WEIR_HTTP_UPS_CONF|WEIR_CONF_TAKE1,
+      weir_conf_set_msec_slot,
+      WEIR_HTTP_SRV_CONF_OFFSET,
+      offsetof(weir_http_upstream_keepalive_srv_conf_t, timeout),
+      NULL },
+
+    { weir_string("keepalive_requests"),
+      WEIR_HTTP_UPS_CONF|WEIR_CONF_TAKE1,
+      weir_conf_set_num_slot,
+      WEIR_HTTP_SRV_CONF_OFFSET,
+      offsetof(weir_http_upstream_keepalive_srv_conf_t, requests),
+      NULL },
+
+    { weir_string("keepalive_time"),
+      WEIR_HTTP_UPS_CONF|WEIR_CONF_TAKE1,
+      weir_conf_set_msec_slot,
+      WEIR_HTTP_SRV_CONF_OFFSET,
+      offsetof(weir_http_upstream_keepalive_srv_conf_t, time),
+      NULL },
+
+    weir_null_command
+};
+
+
+static weir_http_module_t  weir_http_upstream_keepalive_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    NULL,                                  /* create main configuration */
+    NULL,                                  /* init main configuration */
+
+    weir_http_upstream_keepalive_create_conf, /* create server conf */
+    NULL,                                  /* merge server configuration */
+
+    NULL,                                  /* create location configuration */
+    NULL,                                  /* merge location configuration */
+
+    NULL,                                  /* phase handlers */
+    NULL,                                  /* header filters */
+    NULL,                                  /* body filters */
+    NULL                                   /* request body filters */
+};
+
+
+weir_module_t  weir_http_upstream_keepalive_module = {
+    WEIR_MODULE_V1,
+    &weir_http_upstream_keepalive_module_ctx, /* module context */
+    weir_http_upstream_keepalive_commands, /* module directives */
+    WEIR_HTTP_MODULE,                      /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    weir_http_upstream_keepalive_exit_process, /* exit process */
+    NULL,                                  /* exit master */
+    WEIR_MODULE_V1_PADDING
+};
+
+
+/*
+ * Called by the core right after the balancer's init for each request.
+ * A group without a pool ("keepalive 0", or no group: proxy_pass with
+ * variables naming an address) is left alone.
+ */
+
+weir_int_t
+weir_http_upstream_keepalive_init_peer(weir_http_request_t *r,
+    weir_http_upstream_srv_conf_t *us)
+{
+    weir_http_upstream_t                      *u;
+    weir_http_upstream_keepalive_cache_t      *cache;
+    weir_http_upstream_keepalive_peer_data_t  *kp;
+
+    if (us == NULL || r->upstream == NULL) {
+        return WEIR_OK;
+    }
+
+    cache = weir_http_upstream_keepalive_get_cache(us);
+
+    if (cache == NULL) {
+        return WEIR_OK;
+    }
+
+    if (cache == WEIR_CONF_UNSET_PTR) {
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "could not allocate the keep-alive pool of "
+                       "upstream \"%.*s\"", (int) us->host.len,
+                       us->host.data);
+        return WEIR_ERROR;
+    }
+
+    kp = weir_palloc(r->pool, sizeof(weir_http_upstream_keepalive_peer_data_t));
+    if (kp == NULL) {
+        return WEIR_ERROR;
+    }
+
+    u = r->upstream;
+
+    kp->cache = cache;
+    kp->data = u->peer.data;
+    kp->original_get_peer = u->peer.get;
+    kp->original_free_peer = u->peer.free;
+    kp->fresh = 0;
+
+    u->peer.data = kp;
+    u->peer.get = weir_http_upstream_get_keepalive_peer;
+    u->peer.free = weir_http_upstream_free_keepalive_peer;
+
+    return WEIR_OK;
+}
+
+
+/*
+ * The group's pool, allocated on first use in this worker: NULL when the
+ * pool is off, WEIR_CONF_UNSET_PTR when the allocation failed.
+ */
+
+static weir_http_upstream_keepalive_cache_t *
+weir_http_upstream_keepalive_get_cache(weir_http_upstream_srv_conf_t *us)
+{
+    weir_uint_t                               i;
+    weir_cycle_t                             *cycle;
+    weir_pool_cleanup_t                      *cln;
+    weir_http_upstream_keepalive_item_t      *items;
+    weir_http_upstream_keepalive_cache_t     *cache;
+    weir_http_upstream_keepalive_srv_conf_t   conf, *kcf;
+
+    if (us->keepalive) {
+        return us->keepalive;
+    }
+
+    kcf = NULL;
+
+    if (us->srv_conf) {
+        kcf = us->srv_conf[weir_http_upstream_keepalive_module.ctx_index];
+    }
+
+    conf.max_cached = WEIR_HTTP_UPSTREAM_KEEPALIVE_N;
+    conf.requests = WEIR_HTTP_UPSTREAM_KEEPALIVE_REQUESTS;
+    conf.timeout = WEIR_HTTP_UPSTREAM_KEEPALIVE_TIMEOUT;
+    conf.time = WEIR_HTTP_UPSTREAM_KEEPALIVE_TIME;
+
+    if (kcf) {
+        if (kcf->max_cached != WEIR_CONF_UNSET) {
+            conf.max_cached = kcf->max_cached;
+        }
+
+        if (kcf->requests != WEIR_CONF_UNSET) {
+            conf.requests = kcf->requests;
+        }
+
+        if (kcf->timeout != WEIR_CONF_UNSET_MSEC) {
+            conf.timeout = kcf->timeout;
+        }
+
+        if (kcf->time != WEIR_CONF_UNSET_MSEC) {
+            conf.time = kcf->time;
+        }
+    }
+
+    if (conf.max_cached == 0) {
+        return NULL;
+    }
+
+    cycle = (weir_cycle_t *) weir_cycle;
+
+    cache = weir_palloc(cycle->pool,
+                        sizeof(weir_http_upstream_keepalive_cache_t));
+    items = weir_pcalloc(cycle->pool, (size_t) conf.max_cached
+                         * sizeof(weir_http_upstream_keepalive_item_t));
+
+    /* the cycle may go before the process does (a reload without a
+     * master process): its idle connections go with it */
+    cln = weir_pool_cleanup_add(cycle->pool, 0);
+
+    if (cache == NULL || items == NULL || cln == NULL) {
+        return WEIR_CONF_UNSET_PTR;
+    }
+
+    cln->handler = weir_http_upstream_keepalive_empty;
+    cln->data = cache;
+
+    cache->conf = conf;
+    cache->log = cycle->log;
+
+    weir_queue_init(&cache->cache);
+    weir_queue_init(&cache->free);
+
+    for (i = 0; i < (weir_uint_t) conf.max_cached; i++) {
+        items[i].cache = cache;
+        weir_queue_insert_head(&cache->free, &items[i].queue);
+    }
+
+    us->keepalive = cache;
+
+    return cache;
+}
+
+
+static weir_int_t
+weir_http_upstream_get_keepalive_peer(weir_peer_connection_t *pc,
+    void *data)
+{
+    weir_http_upstream_keepalive_peer_data_t  *kp = data;
+
+    weir_int_t                            rc;
+    weir_queue_t                         *q, *cache;
+    weir_connection_t                    *c;
+    weir_http_upstream_keepalive_item_t  *item;
+
+    pc->cached = 0;
+    pc->connection = NULL;
+
+    rc = kp->original_get_peer(pc, kp->data);
+
+    if (rc != WEIR_OK || kp->fresh) {
+        return rc;
+    }
+
+    /* the most recently cached connection to this address first: it is
+     * the least likely to have been closed by the origin */
+
+    cache = &kp->cache->cache;
+
+    for (q = weir_queue_head(cache);
+         q != weir_queue_sentinel(cache);
+         q = weir_queue_next(q))
+    {
+        item = weir_queue_data(q, weir_http_upstream_keepalive_item_t, queue);
+
+        if (weir_cmp_sockaddr(&item->sockaddr.sockaddr, item->socklen,
+                              pc->sockaddr, pc->socklen, 1)
+            != WEIR_OK)
+        {
+            continue;
+        }
+
+        weir_queue_remove(q);
+        weir_queue_insert_head(&kp->cache->free, q);
+
+        c = item->connection;
+        item->connection = NULL;
+
+        weir_reusable_connection(c, 0);
+        c->idle = 0;
+        c->data = NULL;
+
+        if (c->read->timer_set) {
+            weir_event_del_timer(c->read);
+        }
+
+        c->read->cancelable = 0;
+
+        weir_log_debug(pc->log, 0,
+                       "upstream keepalive: reusing connection *%lu "
+                       "fd:%d to %.*s", (unsigned long) c->number, c->fd,
+                       pc->name ? (int) pc->name->len : 0,
+                       pc->name ? (char *) pc->name->data : "");
+
+        pc->connection = c;
+        pc->cached = 1;
+
+        return WEIR_DONE;
+    }
+
+    return WEIR_OK;
+}
+
+
+static void
+weir_http_upstream_free_keepalive_peer(weir_peer_connection_t *pc,
+    void *data, weir_uint_t state)
+{
+    weir_http_upstream_keepalive_peer_data_t  *kp = data;
+
+    weir_queue_t                          *q;
+    weir_connection_t                     *c;
+    weir_http_upstream_keepalive_item_t   *item;
+    weir_http_upstream_keepalive_cache_t  *cache;
+
+    cache = kp->cache;
+    c = pc->connection;
+
+    if (c != NULL) {
+        /* one more request was carried by this connection */
+        c->requests++;
+    }
+
+    if (pc->cached && (state & (WEIR_PEER_NEXT|WEIR_PEER_FAILED))) {
+        kp->fresh = 1;
+    }
+
+    if (!weir_http_upstream_keepalive_reusable(cache, pc, state)) {
+        goto done;
+    }
+
+    if (weir_handle_read_event(c->read, 0) != WEIR_OK) {
+        goto done;
+    }
+
+    if (weir_queue_empty(&cache->free)) {
+
+        /* full: the least recently cached connection makes room */
+
+        q = weir_queue_last(&cache->cache);
+        item = weir_queue_data(q, weir_http_upstream_keepalive_item_t, queue);
+
+        weir_queue_remove(q);
+
+        weir_log_debug(cache->log, 0,
+                       "upstream keepalive: pool full, closing *%lu",
+                       (unsigned long) item->connection->number);
+
+        weir_http_upstream_keepalive_close(item->connection);
+        item->connection = NULL;
+
+    } else {
+        q = weir_queue_head(&cache->free);
+        item = weir_queue_data(q, weir_http_upstream_keepalive_item_t, queue);
+
+        weir_queue_remove(q);
+    }
+
+    weir_queue_insert_head(&cache->cache, q);
+
+    item->connection = c;
+    item->socklen = pc->socklen;
+    weir_memcpy(&item->sockaddr, pc->sockaddr, pc->socklen);
+
+    pc->connection = NULL;
+
+    c->read->delayed = 0;
+
+    if (c->read->timer_set) {
+        weir_event_del_timer(c->read);
+    }
+
+    if (c->write->timer_set) {
+        weir_event_del_timer(c->write);
+    }
+
+    c->write->handler = weir_http_upstream_keepalive_dummy_handler;
+    c->read->handler = weir_http_upstream_keepalive_close_handler;
+
+    c->data = item;
+    c->idle = 1;
+    c->log = cache->log;
+    c->read->log = cache->log;
+    c->write->log = cache->log;
+
+    if (c->pool) {
+        c->pool->log = cache->log;
+    }
+
+    weir_reusable_connection(c, 1);
+
+    /* an idle connection must not hold off a graceful shutdown */
+    c->read->cancelable = 1;
+    weir_event_add_timer(c->read, cache->conf.timeout);
+
+    weir_log_debug(cache->log, 0,
+                   "upstream keepalive: caching connection *%lu fd:%d, "
+                   "%lu requests", (unsigned long) c->number, c->fd,
+                   (unsigned long) c->requests);
+
+    if (c->read->ready) {
+        /* the origin sent something or closed while we were busy */
+        weir_http_upstream_keepalive_close_handler(c->read);
+    }
+
+done:
+
+    kp->original_free_peer(pc, kp->data, state);
+}
+
+
+/* may the connection of this attempt go back to the pool? */
+
+static weir_uint_t
+weir_http_upstream_keepalive_reusable(
+    weir_http_upstream_keepalive_cache_t *cache, weir_peer_connection_t *pc,
+    weir_uint_t state)
+{
+    weir_connection_t  *c;
+
+    c = pc->connection;
+
+    if (c == NULL || !pc->keepalive || (state & WEIR_PEER_FAILED)) {
+        return 0;
+    }
+
+    if (c->error || c->close || c->destroyed
+        || c->read->eof || c->read->error || c->read->timedout
+        || c->write->error || c->write->timedout)
+    {
+        return 0;
+    }
+
+    if (weir_terminate || weir_exiting || weir_quit) {
+        return 0;
+    }
+
+    if (pc->socklen == 0 || pc->socklen > sizeof(weir_sockaddr_t)) {
+        return 0;
+    }
+
+    if (c->requests >= (weir_uint_t) cache->conf.requests) {
+        weir_log_debug(pc->log, 0,
+                       "upstream keepalive: *%lu reached "
+                       "keepalive_requests", (unsigned long) c->number);
+        return 0;
+    }
+
+    if (c->start_time != 0
+        && weir_current_msec - c->start_time >= cache->conf.time)
+    {
+        weir_log_debug(pc->log, 0,
+                       "upstream keepalive: *%lu reached keepalive_time",
+                       (unsigned long) c->number);
+        return 0;
+    }
+
+    return 1;
+}
+
+
+static void
+weir_http_upstream_keepalive_dummy_handler(weir_event_t *ev)
+{
+    (void) ev;
+}
+
+
+/*
+ * Anything on an idle connection ends it: the origin closed it or sent
+ * bytes no request asked for (both make it unusable), the idle timer
+ * expired, or the worker wants the connection back (c->close).
+ */
+
+static void
+weir_http_upstream_keepalive_close_handler(weir_event_t *ev)
+{
+    ssize_t                               n;
+    char                                  buf[1];
+    weir_connection_t                    *c;
+    weir_http_upstream_keepalive_item_t  *item;
+
+    c = ev->data;
+    n = -1;
+
+    if (c->close || ev->timedout) {
+        goto close;
+    }
+
+    n = recv(c->fd, buf, 1, MSG_PEEK);
+
+    if (n == -1 && weir_socket_errno == WEIR_EAGAIN) {
+        ev->ready = 0;
+
+        if (weir_handle_read_event(ev, 0) != WEIR_OK) {
+            goto close;
+        }
+
+        return;
+    }
+
+close:
+
+    item = c->data;
+
+    weir_log_debug(c->log, 0,
+                   "upstream keepalive: closing idle connection *%lu "
+                   "(%s)", (unsigned long) c->number,
+                   c->close ? "reclaimed"
+                   : ev->timedout ? "keepalive_timeout"
+                   : n == 0 ? "closed by upstream" : "unexpected data");
+
+    weir_http_upstream_keepalive_close(c);
+
+    if (item != NULL) {
+        item->connection = NULL;
+        weir_queue_remove(&item->queue);
+        weir_queue_insert_head(&item->cache->free, &item->queue);
+    }
+}
+
+
+/* the rule: whoever closes an origin connection destroys its pool */
+
+static void
+weir_http_upstream_keepalive_close(weir_connection_t *c)
+{
+    weir_pool_t  *pool;
+
+    pool = c->pool;
+
+    c->idle = 0;
+
+    weir_close_connection(c);
+
+    if (pool) {
+        weir_destroy_pool(pool);
+    }
+}
+
+
+void
+weir_http_upstream_keepalive_close_all(weir_cycle_t *cycle)
+{
+    weir_uint_t                            i;
+    weir_http_upstream_srv_conf_t        **usp;
+    weir_http_upstream_main_conf_t        *umcf;
+
+    if (cycle == NULL || cycle->conf_ctx == NULL) {
+        return;
+    }
+
+    umcf = weir_http_cycle_get_module_main_conf(cycle,
+                                                weir_http_upstream_module);
+
+    if (umcf == NULL || umcf->upstreams.elts == NULL) {
+        return;
+    }
+
+    usp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+
+        if (usp[i] == NULL || usp[i]->keepalive == NULL) {
+            continue;
+        }
+
+        weir_http_upstream_keepalive_empty(usp[i]->keepalive);
+    }
+}
+
+
+/* closes every idle connection of one group's pool */
+
+static void
+weir_http_upstream_keepalive_empty(void *data)
+{
+    weir_http_upstream_keepalive_cache_t  *cache = data;
+
+    weir_queue_t                         *q;
+    weir_http_upstream_keepalive_item_t  *item;
+
+    while (!weir_queue_empty(&cache->cache)) {
+        q = weir_queue_head(&cache->cache);
+        item = weir_queue_data(q, weir_http_upstream_keepalive_item_t,
+                               queue);
+
+        weir_queue_remove(q);
+        weir_queue_insert_head(&cache->free, q);
+
+        if (item->connection) {
+            weir_http_upstream_keepalive_close(item->connection);
+            item->connection = NULL;
+        }
+    }
+}
+
+
+static void
+weir_http_upstream_keepalive_exit_process(weir_cycle_t *cycle)
+{
+    weir_http_upstream_keepalive_close_all(cycle);
+}
+
+
+static void *
+weir_http_upstream_keepalive_create_conf(weir_conf_t *cf)
+{
+    weir_http_upstream_keepalive_srv_conf_t  *conf;
+
+    conf = weir_palloc(cf->pool,
+                       sizeof(weir_http_upstream_keepalive_srv_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    conf->max_cached = WEIR_CONF_UNSET;
+    conf->requests = WEIR_CONF_UNSET;
+    conf->timeout = WEIR_CONF_UNSET_MSEC;
+    conf->time = WEIR_CONF_UNSET_MSEC;
+
+    return conf;
+}

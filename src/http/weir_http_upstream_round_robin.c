@@ -1,0 +1,564 @@
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_http.h"
+
+
+/*
+ * The default balancer: smooth weighted round robin (each pick adds
+ * every usable peer's effective weight to its current weight, takes the
+ * peer with the highest current weight and takes the total back from
+ * it), backup peers used only when no primary one is usable, passive
+ * health per worker (max_fails within fail_timeout).
+ */
+
+#define WEIR_HTTP_UPSTREAM_TRIED_BITS  (8 * sizeof(uintptr_t))
+
+
+static weir_http_upstream_rr_peers_t *weir_http_upstream_rr_build(
+    weir_conf_t *cf, weir_http_upstream_srv_conf_t *us, weir_uint_t backup);
+static weir_http_upstream_rr_peer_t *weir_http_upstream_get_peer(
+    weir_http_upstream_rr_peer_data_t *rrp);
+static weir_int_t weir_http_upstream_rr_tried_init(weir_http_request_t *r,
+    weir_http_upstream_rr_peer_data_t *rrp);
+
+
+weir_int_t
+weir_http_upstream_init_round_robin(weir_conf_t *cf,
+    weir_http_upstream_srv_conf_t *us)
+{
+    weir_http_upstream_rr_peers_t  *peers, *backup;
+
+    us->peer.init = weir_http_upstream_init_round_robin_peer;
+
+    if (us->servers == NULL || us->servers->nelts == 0) {
+        weir_log_error(WEIR_LOG_EMERG, cf->log, 0,
+                       "no servers in upstream \"%.*s\" in %s:%lu",
+                       WEIR_STR_ARG(us->host),
+                       us->file_name ? (char *) us->file_name : "-",
+                       (unsigned long) us->line);
+        return WEIR_ERROR;
+    }
+
+    peers = weir_http_upstream_rr_build(cf, us, 0);
+    if (peers == NULL) {
+        return WEIR_ERROR;
+    }
+
+    if (peers->number == 0) {
+        weir_log_error(WEIR_LOG_EMERG, cf->log, 0,
+                       "no servers in upstream \"%.*s\" in %s:%lu "
+                       "(only backup ones)",
+                       WEIR_STR_ARG(us->host),
+                       us->file_name ? (char *) us->file_name : "-",
+                       (unsigned long) us->line);
+        return WEIR_ERROR;
+    }
+
+    backup = weir_http_upstream_rr_build(cf, us, 1);
+    if (backup == NULL) {
+        return WEIR_ERROR;
+    }
+
+    if (backup->number) {
+        /* the fast path of one peer never switches to the backups, and a
+         * lone backup peer is marked failed like any other (nginx) */
+        peers->single = 0;
+        backup->single = 0;
+        peers->next = backup;
+    }
+
+    us->peer.data = peers;
+
+    return WEIR_OK;
+}
+
+
+/* the primary (backup 0) or backup peers of the group's "server" lines:
+ * one peer per address */
+
+static weir_http_upstream_rr_peers_t *
+weir_http_upstream_rr_build(weir_conf_t *cf,
+    weir_http_upstream_srv_conf_t *us, weir_uint_t backup)
+{
+    weir_uint_t                      i, j, n, w, t;
+    weir_http_upstream_rr_peer_t    *peer, **tail;
+    weir_http_upstream_rr_peers_t   *peers;
+    weir_http_upstream_server_t     *server;
+
+    server = us->servers->elts;
+
+    n = 0;
+    w = 0;
+    t = 0;
+
+    for (i = 0; i < us->servers->nelts; i++) {
+        if (server[i].backup != backup) {
+            continue;
+        }
+
+        n += server[i].naddrs;
+        w += server[i].naddrs * server[i].weight;
+
+        if (!server[i].down) {
+            t += server[i].naddrs;
+        }
+    }
+
+    peers = weir_pcalloc(cf->pool, sizeof(weir_http_upstream_rr_peers_t));
+    if (peers == NULL) {
+        return NULL;
+    }
+
+    peers->number = n;
+    peers->total_weight = w;
+    peers->weighted = (w != n);
+    peers->single = (n == 1);
+    peers->tries = t;
+    peers->name = &us->host;
+
+    if (n == 0) {
+        return peers;
+    }
+
+    peer = weir_pcalloc(cf->pool, sizeof(weir_http_upstream_rr_peer_t) * n);
+    if (peer == NULL) {
+        return NULL;
+    }
+
+    n = 0;
+    tail = &peers->peer;
+
+    for (i = 0; i < us->servers->nelts; i++) {
+        if (server[i].backup != backup) {
+            continue;
+        }
+
+        for (j = 0; j < server[i].naddrs; j++) {
+            peer[n].sockaddr = server[i].addrs[j].sockaddr;
+            peer[n].socklen = server[i].addrs[j].socklen;
+            peer[n].name = server[i].addrs[j].name;
+            peer[n].server = server[i].name;
+            peer[n].weight = (weir_int_t) server[i].weight;
+            peer[n].effective_weight = (weir_int_t) server[i].weight;
+            peer[n].current_weight = 0;
+            peer[n].max_fails = server[i].max_fails;
+            peer[n].fail_timeout = server[i].fail_timeout;
+            peer[n].max_conns = server[i].max_conns;
+            peer[n].down = server[i].down;
+
+            *tail = &peer[n];
+            tail = &peer[n].next;
+
+            n++;
+        }
+    }
+
+    return peers;
+}
+
+
+/* the tried bitmap: in rrp->data when the larger list fits in a word */
+
+static weir_int_t
+weir_http_upstream_rr_tried_init(weir_http_request_t *r,
+    weir_http_upstream_rr_peer_data_t *rrp)
+{
+    weir_uint_t  n;
+
+    n = rrp->peers->number;
+
+    if (rrp->peers->next && rrp->peers->next->number > n) {
+        n = rrp->peers->next->number;
+    }
+
+    if (n <= WEIR_HTTP_UPSTREAM_TRIED_BITS) {
+        rrp->tried = &rrp->data;
+        rrp->data = 0;
+        return WEIR_OK;
+    }
+
+    n = (n + (WEIR_HTTP_UPSTREAM_TRIED_BITS - 1))
+        / WEIR_HTTP_UPSTREAM_TRIED_BITS;
+
+    rrp->tried = weir_pcalloc(r->pool, n * sizeof(uintptr_t));
+    if (rrp->tried == NULL) {
+        return WEIR_ERROR;
+    }
+
+    return WEIR_OK;
+}
+
+
+weir_int_t
+weir_http_upstream_init_round_robin_peer(weir_http_request_t *r,
+    weir_http_upstream_srv_conf_t *us)
+{
+    weir_uint_t                         tries;
+    weir_http_upstream_t               *u;
+    weir_http_upstream_rr_peer_data_t  *rrp;
+
+    u = r->upstream;
+
+    if (us->peer.data == NULL) {
+        weir_log_error(WEIR_LOG_ALERT, r->connection->log, 0,
+                       "upstream \"%.*s\" has no peers",
+                       WEIR_STR_ARG(us->host));
+        return WEIR_ERROR;
+    }
+
+    /* a balancer built on round robin may have allocated it already */
+    rrp = u->peer.data;
+
+    if (rrp == NULL) {
+        rrp = weir_pcalloc(r->pool,
+                           sizeof(weir_http_upstream_rr_peer_data_t));
+        if (rrp == NULL) {
+            return WEIR_ERROR;
+        }
+
+        u->peer.data = rrp;
+    }
+
+    rrp->peers = us->peer.data;
+    rrp->current = NULL;
+
+    if (weir_http_upstream_rr_tried_init(r, rrp) != WEIR_OK) {
+        return WEIR_ERROR;
+    }
+
+    tries = rrp->peers->tries
+            + (rrp->peers->next ? rrp->peers->next->tries : 0);
+
+    u->peer.get = weir_http_upstream_get_round_robin_peer;
+    u->peer.free = weir_http_upstream_free_round_robin_peer;
+    /* at least one attempt: with every peer down it is answered BUSY */
+    u->peer.tries = tries ? tries : 1;
+
+    return WEIR_OK;
+}
+
+
+weir_int_t
+weir_http_upstream_create_round_robin_peer(weir_http_request_t *r,
+    weir_addr_t *addrs, weir_uint_t naddrs, weir_str_t *host)
+{
+    weir_uint_t                         i;
+    weir_http_upstream_t               *u;
+    weir_http_upstream_rr_peer_t       *peer, **tail;
+    weir_http_upstream_rr_peers_t      *peers;
+    weir_http_upstream_rr_peer_data_t  *rrp;
+
+    u = r->upstream;
+
+    if (naddrs == 0) {
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "no addresses for upstream \"%.*s\"",
+                       WEIR_STR_ARG(*host));
+        return WEIR_ERROR;
+    }
+
+    rrp = u->peer.data;
+
+    if (rrp == NULL) {
+        rrp = weir_pcalloc(r->pool,
+                           sizeof(weir_http_upstream_rr_peer_data_t));
+        if (rrp == NULL) {
+            return WEIR_ERROR;
+        }
+
+        u->peer.data = rrp;
+    }
+
+    peers = weir_pcalloc(r->pool, sizeof(weir_http_upstream_rr_peers_t));
+    if (peers == NULL) {
+        return WEIR_ERROR;
+    }
+
+    peer = weir_pcalloc(r->pool, sizeof(weir_http_upstream_rr_peer_t)
+                                 * naddrs);
+    if (peer == NULL) {
+        return WEIR_ERROR;
+    }
+
+    peers->single = (naddrs == 1);
+    peers->number = naddrs;
+    peers->total_weight = naddrs;
+    peers->tries = naddrs;
+    peers->name = host;
+
+    tail = &peers->peer;
+
+    for (i = 0; i < naddrs; i++) {
+        peer[i].sockaddr = addrs[i].sockaddr;
+        peer[i].socklen = addrs[i].socklen;
+        peer[i].name = addrs[i].name;
+        peer[i].server = *host;
+        peer[i].weight = 1;
+        peer[i].effective_weight = 1;
+        peer[i].current_weight = 0;
+        peer[i].max_fails = 1;
+        peer[i].fail_timeout = 10;
+
+        *tail = &peer[i];
+        tail = &peer[i].next;
+    }
+
+    rrp->peers = peers;
+    rrp->current = NULL;
+
+    if (weir_http_upstream_rr_tried_init(r, rrp) != WEIR_OK) {
+        return WEIR_ERROR;
+    }
+
+    u->peer.get = weir_http_upstream_get_round_robin_peer;
+    u->peer.free = weir_http_upstream_free_round_robin_peer;
+    u->peer.tries = naddrs;
+
+    return WEIR_OK;
+}
+
+
+weir_uint_t
+weir_http_upstream_rr_peer_usable(weir_http_upstream_rr_peer_t *peer,
+    time_t now)
+{
+    if (peer->down) {
+        return 0;
+    }
+
+    /* failed max_fails times: out until fail_timeout after the last
+     * failure or probe (checked), then one request may probe it */
+    if (peer->max_fails
+        && peer->fails >= peer->max_fails
+        && now - peer->checked <= peer->fail_timeout)
+    {
+        return 0;
+    }
+
+    if (peer->max_conns && peer->conns >= peer->max_conns) {
+        return 0;
+    }
+
+    return 1;
+}
+
+
+weir_int_t
+weir_http_upstream_get_round_robin_peer(weir_peer_connection_t *pc,
+    void *data)
+{
+    weir_uint_t                         i, n;
+    weir_http_upstream_rr_peer_t       *peer;
+    weir_http_upstream_rr_peers_t      *peers;
+    weir_http_upstream_rr_peer_data_t  *rrp;
+
+    rrp = data;
+
+    pc->cached = 0;
+    pc->connection = NULL;
+
+    rrp->current = NULL;
+
+    for ( ;; ) {
+        peers = rrp->peers;
+
+        if (peers->single) {
+            peer = peers->peer;
+
+            /* one peer: failures do not take it out, there is no other
+             * to send the request to */
+            if (peer->down
+                || (peer->max_conns && peer->conns >= peer->max_conns)
+                || (rrp->tried[0] & 1))
+            {
+                peer = NULL;
+
+            } else {
+                rrp->current = peer;
+                rrp->tried[0] |= 1;
+            }
+
+        } else {
+            peer = weir_http_upstream_get_peer(rrp);
+        }
+
+        if (peer) {
+            break;
+        }
+
+        if (peers->next == NULL) {
+            weir_log_debug(pc->log, 0, "no live peer in upstream \"%.*s\"",
+                           WEIR_STR_ARG(*peers->name));
+
+            pc->name = peers->name;
+            pc->sockaddr = NULL;
+            pc->socklen = 0;
+
+            return WEIR_BUSY;
+        }
+
+        /* no primary peer is usable: the backups, with a fresh bitmap */
+
+        weir_log_debug(pc->log, 0, "upstream \"%.*s\": trying backup peers",
+                       WEIR_STR_ARG(*peers->name));
+
+        rrp->peers = peers->next;
+
+        n = (rrp->peers->number + (WEIR_HTTP_UPSTREAM_TRIED_BITS - 1))
+            / WEIR_HTTP_UPSTREAM_TRIED_BITS;
+
+        for (i = 0; i < n; i++) {
+            rrp->tried[i] = 0;
+        }
+    }
+
+    pc->sockaddr = peer->sockaddr;
+    pc->socklen = peer->socklen;
+    pc->name = &peer->name;
+
+    peer->conns++;
+
+    weir_log_debug(pc->log, 0, "get rr peer %.*s, conns:%lu",
+                   WEIR_STR_ARG(peer->name), (unsigned long) peer->conns);
+
+    return WEIR_OK;
+}
+
+
+/* smooth weighted round robin over the usable peers not tried yet */
+
+static weir_http_upstream_rr_peer_t *
+weir_http_upstream_get_peer(weir_http_upstream_rr_peer_data_t *rrp)
+{
+    time_t                         now;
+    uintptr_t                      m;
+    weir_int_t                     total;
+    weir_uint_t                    i, n, p;
+    weir_http_upstream_rr_peer_t  *peer, *best;
+
+    now = weir_time();
+
+    best = NULL;
+    total = 0;
+    p = 0;
+
+    for (peer = rrp->peers->peer, i = 0; peer; peer = peer->next, i++) {
+
+        n = i / WEIR_HTTP_UPSTREAM_TRIED_BITS;
+        m = (uintptr_t) 1 << i % WEIR_HTTP_UPSTREAM_TRIED_BITS;
+
+        if (rrp->tried[n] & m) {
+            continue;
+        }
+
+        if (!weir_http_upstream_rr_peer_usable(peer, now)) {
+            continue;
+        }
+
+        peer->current_weight += peer->effective_weight;
+        total += peer->effective_weight;
+
+        /* a peer that failed recovers its weight one step per pick */
+        if (peer->effective_weight < peer->weight) {
+            peer->effective_weight++;
+        }
+
+        if (best == NULL || peer->current_weight > best->current_weight) {
+            best = peer;
+            p = i;
+        }
+    }
+
+    if (best == NULL) {
+        return NULL;
+    }
+
+    rrp->current = best;
+
+    n = p / WEIR_HTTP_UPSTREAM_TRIED_BITS;
+    m = (uintptr_t) 1 << p % WEIR_HTTP_UPSTREAM_TRIED_BITS;
+
+    rrp->tried[n] |= m;
+
+    best->current_weight -= total;
+
+    /* a peer past its fail_timeout: this request is its probe, the
+     * others wait fail_timeout more */
+    if (now - best->checked > best->fail_timeout) {
+        best->checked = now;
+    }
+
+    return best;
+}
+
+
+void
+weir_http_upstream_free_round_robin_peer(weir_peer_connection_t *pc,
+    void *data, weir_uint_t state)
+{
+    time_t                              now;
+    weir_http_upstream_rr_peer_t       *peer;
+    weir_http_upstream_rr_peer_data_t  *rrp;
+
+    rrp = data;
+    peer = rrp->current;
+
+    if (pc->tries) {
+        pc->tries--;
+    }
+
+    if (peer == NULL) {
+        /* get found no peer (BUSY), or this attempt was freed already */
+        return;
+    }
+
+    rrp->current = NULL;
+
+    if (peer->conns) {
+        peer->conns--;
+    }
+
+    weir_log_debug(pc->log, 0, "free rr peer %.*s, state:%lu",
+                   WEIR_STR_ARG(peer->name), (unsigned long) state);
+
+    if (rrp->peers->single) {
+        /* nothing else to try, and nothing to mark */
+        pc->tries = 0;
+        return;
+    }
+
+    now = weir_time();
+
+    if (state & WEIR_PEER_FAILED) {
+        peer->fails++;
+        peer->accessed = now;
+        peer->checked = now;
+
+        if (peer->max_fails) {
+            peer->effective_weight -= peer->weight
+                                      / (weir_int_t) peer->max_fails;
+
+            if (peer->fails >= peer->max_fails) {
+                weir_log_error(WEIR_LOG_WARN, pc->log, 0,
+                               "upstream server temporarily disabled: "
+                               "%.*s in upstream \"%.*s\" for %lds "
+                               "after %lu failures",
+                               WEIR_STR_ARG(peer->name),
+                               WEIR_STR_ARG(*rrp->peers->name),
+                               (long) peer->fail_timeout,
+                               (unsigned long) peer->fails);
+            }
+        }
+
+        if (peer->effective_weight < 0) {
+            peer->effective_weight = 0;
+        }
+
+    } else {
+        /* a success after the last failure (the probe worked) */
+        if (peer->accessed < peer->checked) {
+            peer->fails = 0;
+        }
+    }
+}
+

@@ -1,0 +1,307 @@
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_http.h"
+
+/*
+ * "least_conn": the usable peer with the fewest active connections of
+ * this worker for its weight (conns / weight), smooth weighted round
+ * robin among the peers that tie, backup peers when no primary one is
+ * usable. Built on round robin: its peers, its per-request data (tried
+ * bitmap) and its free hook, which counts failures and connections.
+ */
+
+
+#define WEIR_HTTP_UPSTREAM_LC_BITS  (8 * sizeof(uintptr_t))
+
+
+static weir_int_t weir_http_upstream_init_least_conn(weir_conf_t *cf,
+    weir_http_upstream_srv_conf_t *us);
+static weir_int_t weir_http_upstream_init_least_conn_peer(
+    weir_http_request_t *r, weir_http_upstream_srv_conf_t *us);
+static weir_int_t weir_http_upstream_get_least_conn_peer(
+    weir_peer_connection_t *pc, void *data);
+static weir_http_upstream_rr_peer_t *weir_http_upstream_least_conn_pick(
+    weir_http_upstream_rr_peer_data_t *rrp, time_t now);
+static char *weir_http_upstream_least_conn(weir_conf_t *cf,
+    weir_command_t *cmd, void *conf);
+
+
+static weir_command_t  weir_http_upstream_least_conn_commands[] = {
+
+    { weir_string("least_conn"),
+      WEIR_HTTP_UPS_CONF|WEIR_CONF_NOARGS,
+      weir_http_upstream_least_conn,
+      0,
+      0,
+      NULL },
+
+    weir_null_command
+};
+
+
+static weir_http_module_t  weir_http_upstream_least_conn_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    NULL,                                  /* create main configuration */
+    NULL,                                  /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    NULL,                                  /* create location configuration */
+    NULL,                                  /* merge location configuration */
+
+    NULL,                                  /* phase handlers */
+    NULL,                                  /* header filters */
+    NULL,                                  /* body filters */
+    NULL                                   /* request body filters */
+};
+
+
+weir_module_t  weir_http_upstream_least_conn_module = {
+    WEIR_MODULE_V1,
+    &weir_http_upstream_least_conn_module_ctx, /* module context */
+    weir_http_upstream_least_conn_commands, /* module directives */
+    WEIR_HTTP_MODULE,                      /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    WEIR_MODULE_V1_PADDING
+};
+
+
+static weir_int_t
+weir_http_upstream_init_least_conn(weir_conf_t *cf,
+    weir_http_upstream_srv_conf_t *us)
+{
+    if (weir_http_upstream_init_round_robin(cf, us) != WEIR_OK) {
+        return WEIR_ERROR;
+    }
+
+    us->peer.init = weir_http_upstream_init_least_conn_peer;
+
+    return WEIR_OK;
+}
+
+
+static weir_int_t
+weir_http_upstream_init_least_conn_peer(weir_http_request_t *r,
+    weir_http_upstream_srv_conf_t *us)
+{
+    if (weir_http_upstream_init_round_robin_peer(r, us) != WEIR_OK) {
+        return WEIR_ERROR;
+    }
+
+    r->upstream->peer.get = weir_http_upstream_get_least_conn_peer;
+
+    return WEIR_OK;
+}
+
+
+static weir_int_t
+weir_http_upstream_get_least_conn_peer(weir_peer_connection_t *pc,
+    void *data)
+{
+    weir_http_upstream_rr_peer_data_t  *rrp = data;
+
+    time_t                          now;
+    weir_uint_t                     i, n;
+    weir_http_upstream_rr_peer_t   *best;
+    weir_http_upstream_rr_peers_t  *peers;
+
+    if (rrp->peers->single) {
+        /* round robin's fast path: a lone peer is never marked down */
+        return weir_http_upstream_get_round_robin_peer(pc, rrp);
+    }
+
+    pc->cached = 0;
+    pc->connection = NULL;
+
+    rrp->current = NULL;
+
+    now = weir_time();
+
+    for ( ;; ) {
+        peers = rrp->peers;
+
+        best = weir_http_upstream_least_conn_pick(rrp, now);
+
+        if (best) {
+            break;
+        }
+
+        if (peers->next == NULL) {
+            weir_log_debug(pc->log, 0, "least_conn: no live peer in "
+                           "upstream \"%.*s\"", WEIR_STR_ARG(*peers->name));
+
+            pc->name = peers->name;
+            pc->sockaddr = NULL;
+            pc->socklen = 0;
+
+            return WEIR_BUSY;
+        }
+
+        /* no primary peer is usable: the backups, with a fresh bitmap */
+
+        rrp->peers = peers->next;
+
+        n = (rrp->peers->number + (WEIR_HTTP_UPSTREAM_LC_BITS - 1))
+            / WEIR_HTTP_UPSTREAM_LC_BITS;
+
+        for (i = 0; i < n; i++) {
+            rrp->tried[i] = 0;
+        }
+    }
+
+    pc->sockaddr = best->sockaddr;
+    pc->socklen = best->socklen;
+    pc->name = &best->name;
+
+    best->conns++;
+
+    weir_log_debug(pc->log, 0, "get least_conn peer %.*s, conns:%lu",
+                   WEIR_STR_ARG(best->name), (unsigned long) best->conns);
+
+    return WEIR_OK;
+}
+
+
+/*
+ * The peer with the lowest conns/weight among the usable ones not tried
+ * yet (compared as conns_a * weight_b < conns_b * weight_a), and among
+ * several with that ratio the one smooth weighted round robin picks.
+ */
+
+static weir_http_upstream_rr_peer_t *
+weir_http_upstream_least_conn_pick(weir_http_upstream_rr_peer_data_t *rrp,
+    time_t now)
+{
+    uintptr_t                      m;
+    weir_int_t                     total;
+    weir_uint_t                    i, n, p, many;
+    weir_http_upstream_rr_peer_t  *peer, *best;
+
+    best = NULL;
+    many = 0;
+    p = 0;
+
+    for (peer = rrp->peers->peer, i = 0; peer; peer = peer->next, i++) {
+
+        n = i / WEIR_HTTP_UPSTREAM_LC_BITS;
+        m = (uintptr_t) 1 << i % WEIR_HTTP_UPSTREAM_LC_BITS;
+
+        if (rrp->tried[n] & m) {
+            continue;
+        }
+
+        if (!weir_http_upstream_rr_peer_usable(peer, now)) {
+            continue;
+        }
+
+        if (best == NULL
+            || peer->conns * (weir_uint_t) best->weight
+               < best->conns * (weir_uint_t) peer->weight)
+        {
+            best = peer;
+            many = 0;
+            p = i;
+
+        } else if (peer->conns * (weir_uint_t) best->weight
+                   == best->conns * (weir_uint_t) peer->weight)
+        {
+            many = 1;
+        }
+    }
+
+    if (best == NULL) {
+        return NULL;
+    }
+
+    if (many) {
+
+        /* the ties come at or after the first best one */
+
+        total = 0;
+
+        for (peer = best, i = p; peer; peer = peer->next, i++) {
+
+            n = i / WEIR_HTTP_UPSTREAM_LC_BITS;
+            m = (uintptr_t) 1 << i % WEIR_HTTP_UPSTREAM_LC_BITS;
+
+            if (rrp->tried[n] & m) {
+                continue;
+            }
+
+            if (peer->conns * (weir_uint_t) best->weight
+                != best->conns * (weir_uint_t) peer->weight)
+            {
+                continue;
+            }
+
+            if (!weir_http_upstream_rr_peer_usable(peer, now)) {
+                continue;
+            }
+
+            peer->current_weight += peer->effective_weight;
+            total += peer->effective_weight;
+
+            if (peer->effective_weight < peer->weight) {
+                peer->effective_weight++;
+            }
+
+            if (peer->current_weight > best->current_weight) {
+                best = peer;
+                p = i;
+            }
+        }
+
+        best->current_weight -= total;
+    }
+
+    rrp->current = best;
+
+    n = p / WEIR_HTTP_UPSTREAM_LC_BITS;
+    m = (uintptr_t) 1 << p % WEIR_HTTP_UPSTREAM_LC_BITS;
+
+    rrp->tried[n] |= m;
+
+    /* past its fail_timeout: this request is the peer's probe */
+    if (now - best->checked > best->fail_timeout) {
+        best->checked = now;
+    }
+
+    return best;
+}
+
+
+static char *
+weir_http_upstream_least_conn(weir_conf_t *cf, weir_command_t *cmd,
+    void *conf)
+{
+    weir_http_upstream_srv_conf_t  *us;
+
+    (void) cmd;
+    (void) conf;
+
+    us = weir_http_conf_get_module_srv_conf(cf, weir_http_upstream_module);
+
+    if (us->peer.init_upstream) {
+        weir_conf_log_error(WEIR_LOG_WARN, cf, 0,
+                            "load balancing method redefined");
+    }
+
+    us->peer.init_upstream = weir_http_upstream_init_least_conn;
+
+    us->flags = WEIR_HTTP_UPSTREAM_CREATE
+                |WEIR_HTTP_UPSTREAM_WEIGHT
+                |WEIR_HTTP_UPSTREAM_MAX_CONNS
+                |WEIR_HTTP_UPSTREAM_MAX_FAILS
+                |WEIR_HTTP_UPSTREAM_FAIL_TIMEOUT
+                |WEIR_HTTP_UPSTREAM_DOWN
+                |WEIR_HTTP_UPSTREAM_BACKUP;
+
+    return WEIR_CONF_OK;
+}
