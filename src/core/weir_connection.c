@@ -842,6 +842,9 @@ weir_get_connection(weir_fd_t s, weir_log_t *log)
     c->fd = s;
     c->log = log;
 
+    /* plain until a module puts TLS on it (c->ssl is NULL) */
+    c->writev = weir_unix_writev;
+
     /* an event of the previous user of this slot may still be in the
      * backend's current batch: flipping the instance bit makes it stale */
     instance = rev->instance;
@@ -891,6 +894,13 @@ weir_close_connection(weir_connection_t *c)
         weir_log_error(WEIR_LOG_ALERT, c->log, 0,
                        "connection already closed");
         return;
+    }
+
+    if (c->ssl) {
+        /* close_notify if it goes out at once; frees nothing that the
+         * connection's pool does not own */
+        c->ssl->ops->shutdown(c);
+        c->ssl = NULL;
     }
 
     if (c->read->timer_set) {
@@ -1243,6 +1253,74 @@ weir_unix_send(weir_connection_t *c, unsigned char *buf, size_t size)
         wev->error = 1;
 
         (void) weir_connection_error(c, err, "send() failed");
+
+        return WEIR_ERROR;
+    }
+}
+
+
+/*
+ * One writev() of iov[0 .. cnt - 1]. Like weir_unix_send it counts what
+ * went out in c->sent and clears c->write->ready when the socket took
+ * less than offered (or nothing: WEIR_AGAIN).
+ */
+
+ssize_t
+weir_unix_writev(weir_connection_t *c, struct iovec *iov, int cnt)
+{
+    int            i;
+    size_t         total;
+    ssize_t        n;
+    weir_err_t     err;
+    weir_event_t  *wev;
+
+    wev = c->write;
+
+    total = 0;
+
+    for (i = 0; i < cnt; i++) {
+        total += iov[i].iov_len;
+    }
+
+    if (total == 0) {
+        return 0;
+    }
+
+    for ( ;; ) {
+        n = writev(c->fd, iov, cnt);
+
+        if (n > 0) {
+            if ((size_t) n < total) {
+                wev->ready = 0;
+            }
+
+            c->sent += n;
+
+            return n;
+        }
+
+        err = weir_socket_errno;
+
+        if (n == 0) {
+            weir_log_error(WEIR_LOG_ALERT, c->log, err,
+                           "writev() returned zero");
+            wev->ready = 0;
+            return WEIR_AGAIN;
+        }
+
+        if (err == WEIR_EINTR) {
+            continue;
+        }
+
+        if (err == WEIR_EAGAIN || err == EWOULDBLOCK) {
+            wev->ready = 0;
+            return WEIR_AGAIN;
+        }
+
+        wev->error = 1;
+        c->error = 1;
+
+        (void) weir_connection_error(c, err, "writev() failed");
 
         return WEIR_ERROR;
     }

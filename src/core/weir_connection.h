@@ -52,6 +52,28 @@ struct weir_listening_s {
     unsigned             default_server:1;
 };
 
+/*
+ * TLS on a connection (added for the TLS issue). The core knows no TLS
+ * library: a module that puts TLS on a connection (the ssl module, built
+ * in or loaded) hangs its state on c->ssl, a struct whose first member is
+ * this header, and replaces c->recv, c->send and c->writev. The core only
+ * ever calls the two operations below.
+ */
+typedef struct weir_ssl_connection_s  weir_ssl_connection_t;
+
+typedef struct {
+    /* sends close_notify if it can without blocking, then forgets the
+     * TLS state (never waits): weir_close_connection calls it first */
+    void               (*shutdown)(weir_connection_t *c);
+    /* is decrypted data buffered inside the TLS library (so that a read
+     * must be tried although the socket has nothing)? */
+    weir_uint_t        (*pending)(weir_connection_t *c);
+} weir_ssl_connection_ops_t;
+
+struct weir_ssl_connection_s {
+    const weir_ssl_connection_ops_t  *ops;
+};
+
 struct weir_connection_s {
     void                *data;
     weir_event_t        *read;
@@ -63,6 +85,22 @@ struct weir_connection_s {
                                size_t size);
     ssize_t            (*send)(weir_connection_t *c, unsigned char *buf,
                                size_t size);
+    /*
+     * Added for TLS: writes iov[0 .. cnt - 1] in order, as much as the
+     * socket takes. Returns the bytes written (> 0), WEIR_AGAIN (nothing
+     * could be written: c->write->ready is cleared) or WEIR_ERROR (logged
+     * with weir_connection_error, c->error set). Plain sockets:
+     * weir_unix_writev (one writev()); TLS: the module's, which
+     * coalesces small pieces into TLS records. Every writer of a
+     * connection (HTTP/1 responses, the upstream core, tunnels) goes
+     * through c->recv, c->send and c->writev, never the fd itself, and
+     * uses sendfile() only when c->ssl is NULL.
+     */
+    ssize_t            (*writev)(weir_connection_t *c, struct iovec *iov,
+                                 int cnt);
+
+    /* TLS state, NULL on a plain connection (see above) */
+    weir_ssl_connection_t  *ssl;
 
     weir_listening_t    *listening;
 
@@ -145,5 +183,7 @@ ssize_t weir_unix_recv(weir_connection_t *c, unsigned char *buf,
     size_t size);
 ssize_t weir_unix_send(weir_connection_t *c, unsigned char *buf,
     size_t size);
+/* added for TLS: see c->writev */
+ssize_t weir_unix_writev(weir_connection_t *c, struct iovec *iov, int cnt);
 
 #endif /* _WEIR_CONNECTION_H_INCLUDED_ */

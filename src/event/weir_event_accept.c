@@ -191,6 +191,8 @@ weir_event_accept(weir_event_t *ev)
 
         c->recv = weir_unix_recv;
         c->send = weir_unix_send;
+        c->writev = weir_unix_writev;
+        c->ssl = NULL;
 
         c->log = log;
         c->pool->log = log;

@@ -102,6 +102,8 @@ weir_event_connect_peer(weir_peer_connection_t *pc)
 
     c->recv = weir_unix_recv;
     c->send = weir_unix_send;
+    c->writev = weir_unix_writev;
+    c->ssl = NULL;
 
     c->log_error = pc->log_error;
 

@@ -64,6 +64,10 @@ struct weir_peer_connection_s {
 
     unsigned                    cached:1;   /* get returned WEIR_DONE */
     unsigned                    keepalive:1;/* the caller says: reusable */
+    unsigned                    ssl:1;      /* the caller wants TLS: a pool
+                                               hands out only a cached
+                                               connection whose c->ssl
+                                               matches (added for TLS) */
     unsigned                    log_error:2;
 };
 

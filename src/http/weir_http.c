@@ -46,7 +46,8 @@ static weir_int_t weir_http_add_listening(weir_conf_t *cf,
     weir_http_conf_addr_t *addr, weir_http_conf_addr_t *served,
     weir_uint_t nserved);
 static weir_http_core_srv_conf_t *weir_http_find_virtual_server(
-    weir_http_request_t *r, weir_http_virtual_names_t *vn, weir_str_t *host);
+    weir_connection_t *c, weir_http_request_t *r,
+    weir_http_virtual_names_t *vn, weir_str_t *host);
 
 
 weir_uint_t  weir_http_max_module;
@@ -896,6 +897,15 @@ weir_http_add_address(weir_conf_t *cf, weir_http_core_srv_conf_t *cscf,
             }
         }
 
+        if (lsopt->ssl != addr[i].opt.ssl) {
+            /* one socket cannot be both: TLS is decided per address */
+            weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                                "duplicate listen options for %.*s: "
+                                "\"ssl\" on one listen and not on another",
+                                WEIR_STR_ARG(lsopt->addr_text));
+            return WEIR_ERROR;
+        }
+
         if (lsopt->set) {
             if (addr[i].opt.set) {
                 weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
@@ -1414,7 +1424,10 @@ weir_http_validate_host(weir_str_t *host, weir_pool_t *pool, weir_uint_t alloc)
  * (already validated: lowercase, no port): exact name, the longest
  * "*.wildcard", the longest "wildcard.*", then the regexes in order;
  * the address's default server when none matches. Sets r->srv_conf and
- * r->loc_conf. WEIR_OK, or WEIR_ERROR (regex failure, no memory).
+ * r->loc_conf. WEIR_OK, WEIR_ERROR (regex failure, no memory), or
+ * WEIR_HTTP_MISDIRECTED_REQUEST on a TLS connection whose SNI selected
+ * another server block (r then has the SNI's server, whose error pages
+ * answer).
  */
 
 weir_int_t
@@ -1427,8 +1440,12 @@ weir_http_set_virtual_server(weir_http_request_t *r, weir_str_t *host)
 
     cscf = NULL;
 
-    if (hc->addr_conf && hc->addr_conf->virtual_names) {
-        cscf = weir_http_find_virtual_server(r,
+    if (hc->ssl_server && host->len == 0) {
+        /* no Host (HTTP/1.0): the server the client's SNI chose */
+        cscf = hc->ssl_server;
+
+    } else if (hc->addr_conf && hc->addr_conf->virtual_names) {
+        cscf = weir_http_find_virtual_server(r->connection, r,
                                              hc->addr_conf->virtual_names,
                                              host);
         if (cscf == (weir_http_core_srv_conf_t *) -1) {
@@ -1444,6 +1461,23 @@ weir_http_set_virtual_server(weir_http_request_t *r, weir_str_t *host)
         cscf = hc->addr_conf->default_server;
     }
 
+    if (hc->ssl_server && cscf != hc->ssl_server) {
+        /*
+         * The TLS session was set up for another server block (its
+         * certificate, its verification of clients): the client must
+         * open a new connection for this name (RFC 9110, 15.5.20).
+         */
+        weir_log_error(WEIR_LOG_INFO, r->connection->log, 0,
+                       "client SNI \"%.*s\" and Host \"%.*s\" select "
+                       "different servers", WEIR_STR_ARG(hc->ssl_servername),
+                       WEIR_STR_ARG(*host));
+
+        r->srv_conf = hc->ssl_server->ctx->srv_conf;
+        r->loc_conf = hc->ssl_server->ctx->loc_conf;
+
+        return WEIR_HTTP_MISDIRECTED_REQUEST;
+    }
+
     r->srv_conf = cscf->ctx->srv_conf;
     r->loc_conf = cscf->ctx->loc_conf;
 
@@ -1451,8 +1485,63 @@ weir_http_set_virtual_server(weir_http_request_t *r, weir_str_t *host)
 }
 
 
+weir_int_t
+weir_http_find_server(weir_connection_t *c, weir_str_t *host,
+    weir_uint_t alloc, weir_http_core_srv_conf_t **cscfp)
+{
+    weir_int_t                  rc;
+    weir_http_connection_t     *hc;
+    weir_http_core_srv_conf_t  *cscf;
+
+    hc = c->data;
+
+    rc = weir_http_validate_host(host, c->pool, alloc);
+
+    if (rc == WEIR_DECLINED) {
+        weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                       "client sent invalid server name \"%.*s\"",
+                       WEIR_STR_ARG(*host));
+        return WEIR_ERROR;
+    }
+
+    if (rc != WEIR_OK) {
+        return WEIR_ERROR;
+    }
+
+    if (hc == NULL || hc->addr_conf == NULL) {
+        return WEIR_ERROR;
+    }
+
+    cscf = NULL;
+
+    if (hc->addr_conf->virtual_names) {
+        cscf = weir_http_find_virtual_server(c, NULL,
+                                             hc->addr_conf->virtual_names,
+                                             host);
+        if (cscf == (weir_http_core_srv_conf_t *) -1) {
+            return WEIR_ERROR;
+        }
+    }
+
+    if (cscf == NULL) {
+        *cscfp = hc->addr_conf->default_server;
+        return WEIR_DECLINED;
+    }
+
+    *cscfp = cscf;
+
+    return WEIR_OK;
+}
+
+
+/*
+ * The lookup behind both: r is NULL for a name that comes before any
+ * request (SNI), so regex server names match without captures. NULL: no
+ * name matched; -1: a regex failed.
+ */
+
 static weir_http_core_srv_conf_t *
-weir_http_find_virtual_server(weir_http_request_t *r,
+weir_http_find_virtual_server(weir_connection_t *c, weir_http_request_t *r,
     weir_http_virtual_names_t *vn, weir_str_t *host)
 {
     size_t                      len;
@@ -1502,7 +1591,27 @@ weir_http_find_virtual_server(weir_http_request_t *r,
         name.len = len;
         name.data = data;
 
-        rc = weir_http_regex_exec(r, vn->regex[i].http_regex, &name);
+        if (r) {
+            rc = weir_http_regex_exec(r, vn->regex[i].http_regex, &name);
+
+        } else {
+            rc = weir_regex_exec(vn->regex[i].http_regex->regex, &name,
+                                 NULL, 0);
+
+            if (rc == WEIR_REGEX_NO_MATCHED) {
+                rc = WEIR_DECLINED;
+
+            } else if (rc < 0) {
+                weir_log_error(WEIR_LOG_ALERT, c->log, 0,
+                               "regex \"%.*s\" failed on \"%.*s\": %ld",
+                               WEIR_STR_ARG(vn->regex[i].http_regex->name),
+                               WEIR_STR_ARG(name), (long) rc);
+                rc = WEIR_ERROR;
+
+            } else {
+                rc = WEIR_OK;
+            }
+        }
 
         if (rc == WEIR_DECLINED) {
             continue;

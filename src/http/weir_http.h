@@ -21,6 +21,7 @@ typedef struct weir_http_chunked_s         weir_http_chunked_t;
 typedef struct weir_http_core_loc_conf_s   weir_http_core_loc_conf_t;
 typedef struct weir_http_variable_value_s  weir_http_variable_value_t;
 typedef struct weir_http_upstream_s        weir_http_upstream_t;
+typedef struct weir_http_ssl_hooks_s       weir_http_ssl_hooks_t;
 
 typedef weir_int_t (*weir_http_handler_pt)(weir_http_request_t *r);
 typedef void (*weir_http_event_handler_pt)(weir_http_request_t *r);
@@ -48,6 +49,44 @@ struct weir_http_log_ctx_s {
 
 /* the accept handler of every HTTP listening socket */
 void weir_http_init_connection(weir_connection_t *c);
+
+/*
+ * TLS (added for the TLS issue). The HTTP core knows no TLS library; the
+ * ssl module (src/modules/http_ssl, built in with --with-http_ssl_module
+ * or loaded with load_module) fills this table in its preconfiguration
+ * and stores it in the core main conf (cmcf->ssl).
+ */
+struct weir_http_ssl_hooks_s {
+    /*
+     * An accepted connection on a "listen ... ssl" address, hc = c->data
+     * set up (addr_conf, conf_ctx, log). The module runs the handshake
+     * (SNI selects the server block: weir_http_find_server, sets
+     * hc->ssl_servername and hc->ssl_server; ALPN), bounded by its
+     * handshake timeout, and then hands the connection to the protocol
+     * ALPN chose: weir_http_v1_init_connection(c) for http/1.1. A client
+     * that speaks plain HTTP to the TLS port gets a plain "400 The plain
+     * HTTP request was sent to HTTPS port" and the connection closes.
+     * On any failure it closes the connection (weir_http_close_connection).
+     */
+    void        (*init_connection)(weir_connection_t *c);
+
+    /*
+     * The upstream side: u->peer.connection is connected (fresh, c->ssl
+     * NULL) and u->ssl is set. The module puts TLS on it per the
+     * request's proxy_ssl_* configuration (SNI, verification, client
+     * certificate, session reuse), takes over c's read and write
+     * handlers for the handshake, bounded by the core's connect timer
+     * (already armed on c->write; the module must not delete it), and
+     * calls weir_http_upstream_ssl_done(u, rc) exactly once when done:
+     * WEIR_OK (handshake complete, c->recv/send/writev are TLS now),
+     * WEIR_ERROR (failed or verification refused: logged at error with
+     * the reason, "upstream SSL certificate verify error: ... while SSL
+     * handshaking to upstream") or WEIR_AGAIN is never passed. Returns
+     * WEIR_OK (started; done will be called, possibly before this
+     * returns) or WEIR_ERROR (could not start: done is not called).
+     */
+    weir_int_t  (*upstream_handshake)(weir_http_upstream_t *u);
+};
 
 /* request lifecycle: see docs/dev/lifetimes.md */
 weir_http_request_t *weir_http_create_request(weir_connection_t *c);

@@ -1308,14 +1308,15 @@ weir_http_core_listen(weir_conf_t *cf, weir_command_t *cmd, void *conf)
 {
     weir_http_core_srv_conf_t *cscf = conf;
 
-    char                    *err;
-    ssize_t                  size;
-    weir_int_t               n;
-    weir_str_t              *value, s;
-    weir_uint_t              i;
-    weir_array_t             addrs;
-    weir_addr_t             *addr;
-    weir_http_listen_opt_t   lsopt;
+    char                        *err;
+    ssize_t                      size;
+    weir_int_t                   n;
+    weir_str_t                  *value, s;
+    weir_uint_t                  i;
+    weir_array_t                 addrs;
+    weir_addr_t                 *addr;
+    weir_http_listen_opt_t       lsopt;
+    weir_http_core_main_conf_t  *cmcf;
 
     (void) cmd;
 
@@ -1438,8 +1439,24 @@ weir_http_core_listen(weir_conf_t *cf, weir_command_t *cmd, void *conf)
             continue;
         }
 
-        if (weir_str_eq_lit(&value[i], "ssl")
-            || weir_str_eq_lit(&value[i], "http2")
+        if (weir_str_eq_lit(&value[i], "ssl")) {
+            cmcf = weir_http_conf_get_module_main_conf(cf,
+                                                       weir_http_core_module);
+
+            if (cmcf->ssl == NULL) {
+                weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                                    "the \"ssl\" parameter requires the "
+                                    "ssl module (configure "
+                                    "--with-http_ssl_module, or load_module "
+                                    "modules/weir_http_ssl_module.so)");
+                return WEIR_CONF_ERROR;
+            }
+
+            lsopt.ssl = 1;
+            continue;
+        }
+
+        if (weir_str_eq_lit(&value[i], "http2")
             || weir_str_eq_lit(&value[i], "quic"))
         {
             weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,

@@ -84,6 +84,11 @@ typedef struct {
     weir_array_t                *variables_keys;   /* weir_hash_key_t */
 
     weir_array_t                *ports;     /* weir_http_conf_port_t */
+
+    /* added for TLS: set by the ssl module (built in or loaded) in its
+     * preconfiguration, NULL without it; per configuration, so a reload
+     * without the module drops it cleanly */
+    weir_http_ssl_hooks_t       *ssl;
 } weir_http_core_main_conf_t;
 
 typedef struct {
@@ -336,6 +341,10 @@ struct weir_http_connection_s {
     weir_chain_t                *free;
 
     weir_str_t                   ssl_servername;
+    /* added for TLS: the server block the client's SNI selected (NULL:
+     * no SNI, or no TLS); a request whose Host selects another server
+     * block gets 421 (weir_http_set_virtual_server) */
+    weir_http_core_srv_conf_t   *ssl_server;
 
     unsigned                     ssl:1;
     unsigned                     proxy_protocol:1;
@@ -386,6 +395,17 @@ weir_int_t weir_http_core_find_location(weir_http_request_t *r);
 weir_http_phase_decl_t *weir_http_sort_phase_decls(weir_module_t **modules,
     weir_uint_t n, weir_uint_t *nout);
 extern const char  *weir_http_phase_names[];
+
+/*
+ * Added for TLS: finds the server block for host among the servers of
+ * the connection's address (hc->addr_conf), with the same rules as Host
+ * selection (exact, wildcards, regex). host is lowercased and validated
+ * in place (a copy is made when alloc). Returns WEIR_OK with *cscfp set
+ * (a server_name matched), WEIR_DECLINED with *cscfp the default server
+ * (nothing matched), WEIR_ERROR (an invalid name).
+ */
+weir_int_t weir_http_find_server(weir_connection_t *c, weir_str_t *host,
+    weir_uint_t alloc, weir_http_core_srv_conf_t **cscfp);
 
 /* "listen" support for the http block */
 weir_int_t weir_http_add_listen(weir_conf_t *cf,

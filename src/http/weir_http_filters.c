@@ -115,7 +115,7 @@ weir_http_absolute_location(weir_http_request_t *r)
 
     port = weir_inet_get_port((struct sockaddr *) &sa);
 
-    len = sizeof("http://:65535") - 1 + host.len + loc->len;
+    len = sizeof("https://:65535") - 1 + host.len + loc->len;
 
     url = weir_pnalloc(r->pool, len);
     if (url == NULL) {
@@ -124,11 +124,19 @@ weir_http_absolute_location(weir_http_request_t *r)
 
     last = url + len;
 
-    p = weir_cpymem(url, "http://", sizeof("http://") - 1);
+    if (c->ssl) {
+        p = weir_cpymem(url, "https://", sizeof("https://") - 1);
+
+    } else {
+        p = weir_cpymem(url, "http://", sizeof("http://") - 1);
+    }
+
     p = weir_cpymem(p, host.data, host.len);
 
     /* the default port of the scheme is not written */
-    if (clcf->port_in_redirect != 0 && port != 80 && port != 0) {
+    if (clcf->port_in_redirect != 0 && port != 0
+        && port != (c->ssl ? 443 : 80))
+    {
         p = weir_slprintf(p, last, ":%u", (unsigned) port);
     }
 

@@ -761,7 +761,8 @@ weir_http_update_location_config(weir_http_request_t *r)
         weir_http_set_connection_log(c, clcf->error_log);
     }
 
-    c->sendfile = (clcf->sendfile == 1) ? 1 : 0;
+    /* TLS encrypts in user space: no sendfile() through it */
+    c->sendfile = (clcf->sendfile == 1 && c->ssl == NULL) ? 1 : 0;
 
     if (clcf->tcp_nodelay == 1
         && c->tcp_nodelay == WEIR_TCP_NODELAY_UNSET)

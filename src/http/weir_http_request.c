@@ -682,13 +682,14 @@ weir_http_token_eq(unsigned char *p, size_t len, const char *token)
 void
 weir_http_init_connection(weir_connection_t *c)
 {
-    weir_uint_t               i;
-    socklen_t                 len;
-    weir_sockaddr_t          *sa;
-    weir_http_port_t         *port;
-    weir_http_log_ctx_t      *ctx;
-    weir_http_addr_conf_t    *addr_conf;
-    weir_http_connection_t   *hc;
+    weir_uint_t                  i;
+    socklen_t                    len;
+    weir_sockaddr_t             *sa;
+    weir_http_port_t            *port;
+    weir_http_log_ctx_t         *ctx;
+    weir_http_addr_conf_t       *addr_conf;
+    weir_http_connection_t      *hc;
+    weir_http_core_main_conf_t  *cmcf;
 
     hc = weir_pcalloc(c->pool, sizeof(weir_http_connection_t));
     if (hc == NULL) {
@@ -767,6 +768,25 @@ weir_http_init_connection(weir_connection_t *c)
     c->log->action = "waiting for request";
 
     c->log_error = 1;
+
+    if (addr_conf->ssl) {
+        /* "listen ... ssl": the ssl module runs the handshake and hands
+         * the connection to the protocol ALPN chose */
+        hc->ssl = 1;
+
+        cmcf = hc->conf_ctx->main_conf[weir_http_core_module.ctx_index];
+
+        if (cmcf->ssl == NULL) {
+            /* the configuration refuses it: cannot happen */
+            weir_log_error(WEIR_LOG_ALERT, c->log, 0,
+                           "a TLS address without the ssl module");
+            weir_http_close_connection(c);
+            return;
+        }
+
+        cmcf->ssl->init_connection(c);
+        return;
+    }
 
     weir_http_v1_init_connection(c);
 }
@@ -877,8 +897,14 @@ weir_http_create_request(weir_connection_t *c)
     r->headers_out.content_length_n = -1;
     r->headers_out.last_modified_time = -1;
 
-    r->schema.len = sizeof("http") - 1;
-    r->schema.data = (unsigned char *) "http";
+    if (c->ssl) {
+        r->schema.len = sizeof("https") - 1;
+        r->schema.data = (unsigned char *) "https";
+
+    } else {
+        r->schema.len = sizeof("http") - 1;
+        r->schema.data = (unsigned char *) "http";
+    }
 
     r->uri_changes = WEIR_HTTP_MAX_URI_CHANGES + 1;
     r->subrequests = 0;

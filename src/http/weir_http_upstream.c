@@ -17,6 +17,8 @@
 
 
 #define WEIR_HTTP_UPSTREAM_IOVS  64
+/* a request body file read per send to a TLS origin */
+#define WEIR_HTTP_UPSTREAM_FILE_COPY  16384
 
 /* origin bytes one event may read: a fast origin whose response goes to
  * the temporary file would otherwise keep the worker until the end */
@@ -73,6 +75,8 @@ typedef struct {
     unsigned                     stopped:1;     /* no buffer to read into */
     unsigned                     body_stopped:1;/* the rest of the request
                                                    is not sent */
+    unsigned                     handshaking:1; /* TLS to the origin: the
+                                                   ssl module has c */
 
     /* not bit-fields: the tunnel passes their addresses */
     unsigned                     up_eof;
@@ -86,6 +90,12 @@ static void weir_http_upstream_cleanup(void *data);
 static weir_int_t weir_http_upstream_choose(weir_http_upstream_t *u);
 static void weir_http_upstream_connect(weir_http_upstream_t *u);
 static void weir_http_upstream_connected(weir_http_upstream_t *u);
+static void weir_http_upstream_ssl_handshake(weir_http_upstream_t *u);
+
+/* set while the ssl module's upstream_handshake runs: a done called from
+ * inside it is not at the top of an event handler (the worker is single
+ * threaded; a flag in u could be freed by the time the hook returns) */
+static weir_uint_t  weir_http_upstream_in_handshake_call;
 static void weir_http_upstream_take_connection(weir_http_upstream_t *u,
     weir_connection_t *c);
 static void weir_http_upstream_free_peer(weir_http_upstream_t *u,
@@ -111,6 +121,8 @@ static void weir_http_upstream_take_body(weir_http_upstream_t *u);
 static void weir_http_upstream_send(weir_http_upstream_t *u);
 static weir_int_t weir_http_upstream_write_chain(weir_http_upstream_t *u,
     weir_chain_t *in, off_t *written);
+static ssize_t weir_http_upstream_send_file_copy(weir_connection_t *c,
+    weir_buf_t *b, ssize_t *want);
 static void weir_http_upstream_body_sent(weir_http_upstream_t *u);
 static void weir_http_upstream_stop_body(weir_http_upstream_t *u);
 static void weir_http_upstream_process_head(weir_http_upstream_t *u);
@@ -735,6 +747,7 @@ weir_http_upstream_connect(weir_http_upstream_t *u)
     u->response_started = 0;
     u->peer.keepalive = 0;
     u->peer.start_time = weir_current_msec;
+    u->peer.ssl = u->ssl;
 
     if (ctx->same_peer) {
         /* the special retry after a stale cached connection: the peer
@@ -751,6 +764,31 @@ weir_http_upstream_connect(weir_http_upstream_t *u)
         /* set again by get when it chooses a peer */
         u->peer.sockaddr = NULL;
         rc = weir_event_connect_peer(&u->peer);
+    }
+
+    if (rc == WEIR_DONE
+        && (u->peer.connection->ssl != NULL) != (u->ssl != 0))
+    {
+        /*
+         * The keep-alive pool keeps connections per peer, not per
+         * scheme: an origin reached both with http:// and https:// can
+         * hand a plain connection to a TLS request or the reverse. It is
+         * closed and a fresh one opened to the same peer.
+         */
+        weir_log_debug(r->connection->log, 0,
+                       "upstream: cached connection %s TLS, closed",
+                       u->peer.connection->ssl ? "with" : "without");
+
+        weir_http_upstream_close(u->peer.connection);
+        u->peer.connection = NULL;
+        u->peer.cached = 0;
+
+        get = u->peer.get;
+        u->peer.get = weir_event_get_peer;
+
+        rc = weir_event_connect_peer(&u->peer);
+
+        u->peer.get = get;
     }
 
     if (u->peer.name) {
@@ -842,12 +880,20 @@ weir_http_upstream_connected(weir_http_upstream_t *u)
     ctx = u->pipe;
     c = u->peer.connection;
 
+    if (u->ssl && c->ssl == NULL) {
+        /* a fresh connection to an https:// origin (a cached one has
+         * its TLS already) */
+        weir_http_upstream_ssl_handshake(u);
+        return;
+    }
+
     ctx->connecting = 0;
 
     if (c->write->timer_set) {
         weir_event_del_timer(c->write);
     }
 
+    /* as nginx's $upstream_connect_time: the TLS handshake included */
     u->cur->connect_time = weir_current_msec - ctx->attempt_start;
 
     if (u->proto->reinit) {
@@ -895,6 +941,125 @@ weir_http_upstream_connected(weir_http_upstream_t *u)
     u->request_sent = 0;
 
     weir_http_upstream_send(u);
+}
+
+
+/*
+ * TLS to the origin: the ssl module (cmcf->ssl) takes c's handlers for
+ * the handshake and ends it with weir_http_upstream_ssl_done. The
+ * connect timer on c->write, armed here when the connect completed at
+ * once, bounds the handshake.
+ */
+
+static void
+weir_http_upstream_ssl_handshake(weir_http_upstream_t *u)
+{
+    weir_int_t                   rc;
+    weir_uint_t                  saved;
+    weir_connection_t           *c;
+    weir_http_request_t         *r;
+    weir_http_upstream_ctx_t    *ctx;
+    weir_http_core_main_conf_t  *cmcf;
+
+    r = u->request;
+    ctx = u->pipe;
+    c = u->peer.connection;
+
+    cmcf = weir_http_get_module_main_conf(r, weir_http_core_module);
+
+    r->connection->log->action = "SSL handshaking to upstream";
+
+    if (cmcf->ssl == NULL || cmcf->ssl->upstream_handshake == NULL) {
+        /* the configuration refuses https:// without the module: a
+         * protocol module that sets u->ssl on its own could get here */
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "TLS to upstream requires the ssl module");
+        weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_ERROR);
+        return;
+    }
+
+    ctx->connecting = 1;
+    ctx->handshaking = 1;
+
+    if (!c->write->timer_set) {
+        weir_event_add_timer(c->write, u->conf->connect_timeout);
+    }
+
+    /* weir_http_upstream_ssl_done may run before this returns (and may
+     * finalize the request): nothing of u is touched after WEIR_OK */
+    saved = weir_http_upstream_in_handshake_call;
+    weir_http_upstream_in_handshake_call = 1;
+
+    rc = cmcf->ssl->upstream_handshake(u);
+
+    weir_http_upstream_in_handshake_call = saved;
+
+    if (rc != WEIR_OK) {
+        /* done was not called: u is still ours */
+        ctx->handshaking = 0;
+        r->connection->log->action = "SSL handshaking to upstream";
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "cannot start TLS to upstream");
+        weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_ERROR);
+        return;
+    }
+}
+
+
+void
+weir_http_upstream_ssl_done(weir_http_upstream_t *u, weir_int_t rc)
+{
+    weir_uint_t                in_call;
+    weir_connection_t         *c, *cc;
+    weir_http_request_t       *r;
+    weir_http_upstream_ctx_t  *ctx;
+
+    r = u->request;
+    ctx = u->pipe;
+    c = u->peer.connection;
+    cc = r->connection;
+
+    in_call = weir_http_upstream_in_handshake_call;
+
+    if (!ctx->handshaking || ctx->finalized || c == NULL) {
+        weir_log_error(WEIR_LOG_ALERT, cc->log, 0,
+                       "upstream TLS handshake ended twice or too late");
+        return;
+    }
+
+    ctx->handshaking = 0;
+
+    /* the core's handlers back (the module restores its own, this makes
+     * sure of it) */
+    c->read->handler = weir_http_upstream_handler;
+    c->write->handler = weir_http_upstream_handler;
+
+    if (rc != WEIR_OK) {
+        if (c->write->timedout) {
+            cc->log->action = "SSL handshaking to upstream";
+            weir_log_error(WEIR_LOG_ERR, cc->log, WEIR_ETIMEDOUT,
+                           "upstream timed out");
+            weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_TIMEOUT);
+
+        } else {
+            /* the module logged why */
+            weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_ERROR);
+        }
+
+    } else if (c->ssl == NULL) {
+        weir_log_error(WEIR_LOG_ALERT, cc->log, 0,
+                       "upstream TLS handshake reported done without TLS");
+        weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_ERROR);
+
+    } else {
+        cc->log->action = "sending request to upstream";
+        weir_http_upstream_connected(u);
+    }
+
+    if (!in_call) {
+        /* called from the module's event handler, not from ours */
+        weir_http_run_posted_requests(cc);
+    }
 }
 
 
@@ -1734,7 +1899,7 @@ weir_http_upstream_body_sent(weir_http_upstream_t *u)
         weir_event_add_timer(c->read, u->conf->read_timeout);
     }
 
-    if (c->read->ready) {
+    if (c->read->ready || (c->ssl && c->ssl->ops->pending(c))) {
         weir_http_upstream_process_head(u);
     }
 }
@@ -1784,9 +1949,10 @@ weir_http_upstream_stop_body(weir_http_upstream_t *u)
 
 
 /*
- * Writes in to the origin: runs of memory buffers with writev, file
- * buffers with sendfile. WEIR_OK: all written; WEIR_AGAIN: the socket is
- * full; WEIR_ERROR: logged. *written: bytes written by this call.
+ * Writes in to the origin: runs of memory buffers with c->writev, file
+ * buffers with sendfile (plain) or read into memory and sent through
+ * c->send (TLS). WEIR_OK: all written; WEIR_AGAIN: the socket is full;
+ * WEIR_ERROR: logged. *written: bytes written by this call.
  */
 
 static weir_int_t
@@ -1846,24 +2012,69 @@ weir_http_upstream_write_chain(weir_http_upstream_t *u, weir_chain_t *in,
                 want += size;
             }
 
-            n = writev(c->fd, iov, cnt);
+            /* counts c->sent; logs and sets c->error on failure */
+            n = c->writev(c, iov, cnt);
 
-        } else {
-            off = b->file_pos;
-            want = (ssize_t) (b->file_last - b->file_pos);
-
-            if (want > 1024 * 1024) {
-                want = 1024 * 1024;
-            }
-
-            n = sendfile(c->fd, b->file->fd, &off, (size_t) want);
-
-            if (n == 0) {
-                weir_log_error(WEIR_LOG_ALERT, c->log, 0,
-                               "sendfile() reported that \"%.*s\" was "
-                               "truncated", WEIR_STR_ARG(b->file->name));
+            if (n == WEIR_ERROR) {
+                c->write->error = 1;
                 return WEIR_ERROR;
             }
+
+            if (n == WEIR_AGAIN || n == 0) {
+                c->write->ready = 0;
+                return WEIR_AGAIN;
+            }
+
+            *written += n;
+
+            in = weir_chain_update_sent(in, n);
+
+            if (n < want) {
+                c->write->ready = 0;
+                return WEIR_AGAIN;
+            }
+
+            continue;
+        }
+
+        if (c->ssl) {
+            /* TLS encrypts in user space: no sendfile() */
+            n = weir_http_upstream_send_file_copy(c, b, &want);
+
+            if (n == WEIR_ERROR) {
+                return WEIR_ERROR;
+            }
+
+            if (n == WEIR_AGAIN) {
+                return WEIR_AGAIN;
+            }
+
+            *written += n;
+
+            in = weir_chain_update_sent(in, n);
+
+            if (n < want) {
+                c->write->ready = 0;
+                return WEIR_AGAIN;
+            }
+
+            continue;
+        }
+
+        off = b->file_pos;
+        want = (ssize_t) (b->file_last - b->file_pos);
+
+        if (want > 1024 * 1024) {
+            want = 1024 * 1024;
+        }
+
+        n = sendfile(c->fd, b->file->fd, &off, (size_t) want);
+
+        if (n == 0) {
+            weir_log_error(WEIR_LOG_ALERT, c->log, 0,
+                           "sendfile() reported that \"%.*s\" was "
+                           "truncated", WEIR_STR_ARG(b->file->name));
+            return WEIR_ERROR;
         }
 
         if (n == -1) {
@@ -1879,9 +2090,7 @@ weir_http_upstream_write_chain(weir_http_upstream_t *u, weir_chain_t *in,
             }
 
             c->write->error = 1;
-            weir_log_error(WEIR_LOG_ERR, c->log, err,
-                           weir_buf_in_memory(b) ? "writev() failed"
-                                                 : "sendfile() failed");
+            weir_log_error(WEIR_LOG_ERR, c->log, err, "sendfile() failed");
             return WEIR_ERROR;
         }
 
@@ -1896,6 +2105,60 @@ weir_http_upstream_write_chain(weir_http_upstream_t *u, weir_chain_t *in,
         }
     }
 }
+
+
+/*
+ * A file buffer to a TLS origin: reads a piece at b->file_pos into a
+ * buffer on the stack and sends it with c->send. The piece is read again
+ * from the file when the send must be retried, so a TLS library that
+ * wants the same bytes on a retry gets them. Returns the bytes sent (*want
+ * the piece's size), WEIR_AGAIN or WEIR_ERROR (logged). Does not touch b.
+ */
+
+static ssize_t
+weir_http_upstream_send_file_copy(weir_connection_t *c, weir_buf_t *b,
+    ssize_t *want)
+{
+    size_t         size;
+    ssize_t        n;
+    unsigned char  buf[WEIR_HTTP_UPSTREAM_FILE_COPY];
+
+    size = (size_t) (b->file_last - b->file_pos);
+
+    if (size > sizeof(buf)) {
+        size = sizeof(buf);
+    }
+
+    n = pread(b->file->fd, buf, size, b->file_pos);
+
+    if (n == -1) {
+        weir_log_error(WEIR_LOG_CRIT, c->log, errno,
+                       "pread() \"%.*s\" failed",
+                       WEIR_STR_ARG(b->file->name));
+        return WEIR_ERROR;
+    }
+
+    if (n == 0) {
+        weir_log_error(WEIR_LOG_ALERT, c->log, 0,
+                       "file \"%.*s\" was truncated while being sent",
+                       WEIR_STR_ARG(b->file->name));
+        return WEIR_ERROR;
+    }
+
+    *want = n;
+
+    /* counts c->sent; logs and sets the error flags on failure */
+    n = c->send(c, buf, (size_t) n);
+
+    if (n == 0) {
+        c->write->ready = 0;
+        return WEIR_AGAIN;
+    }
+
+    return n;
+}
+
+
 /* ---- the response head ------------------------------------------------ */
 
 static void
@@ -2667,7 +2930,12 @@ weir_http_upstream_process(weir_http_upstream_t *u)
         ctx->stopped = 0;
 
         if (!c->read->ready) {
-            break;
+            if (c->ssl == NULL || !c->ssl->ops->pending(c)) {
+                break;
+            }
+
+            /* decrypted bytes wait in the TLS library: no event comes */
+            c->read->ready = 1;
         }
 
         if (total >= WEIR_HTTP_UPSTREAM_READ_BUDGET) {
@@ -2896,6 +3164,11 @@ weir_http_upstream_tunnel_move(weir_connection_t *src, weir_connection_t *dst,
             }
 
             return WEIR_OK;
+        }
+
+        if (!src->read->ready && src->ssl && src->ssl->ops->pending(src)) {
+            /* decrypted bytes wait in the TLS library: no event comes */
+            src->read->ready = 1;
         }
 
         if (*eof || b->last == b->end || !src->read->ready) {

@@ -531,6 +531,9 @@ struct weir_http_upstream_s {
     unsigned                         request_buffering:1;
     unsigned                         store:1;           /* reserved */
     unsigned                         aborted:1;
+    unsigned                         ssl:1;             /* TLS to the
+                                                           origin
+                                                           (https://) */
     unsigned                         early_response:1;  /* the response
                                                            ended before the
                                                            request body was
@@ -559,6 +562,11 @@ void weir_http_upstream_init(weir_http_request_t *r);
 weir_int_t weir_http_upstream_emit(weir_http_upstream_t *u, weir_buf_t *b,
     unsigned char *start, unsigned char *end);
 weir_int_t weir_http_upstream_emit_last(weir_http_upstream_t *u);
+
+/* added for TLS: the ssl module's end of the upstream handshake
+ * (weir_http_ssl_hooks_t.upstream_handshake): WEIR_OK -> the request is
+ * sent; WEIR_ERROR -> this peer failed (FT_ERROR: next peer or 502) */
+void weir_http_upstream_ssl_done(weir_http_upstream_t *u, weir_int_t rc);
 
 /* hop-by-hop header? (Connection, Keep-Alive, TE, Trailer,
  * Transfer-Encoding, Upgrade, Proxy-Connection, Proxy-Authenticate,

@@ -331,8 +331,11 @@ weir_http_upstream_get_keepalive_peer(weir_peer_connection_t *pc,
 
         if (weir_cmp_sockaddr(&item->sockaddr.sockaddr, item->socklen,
                               pc->sockaddr, pc->socklen, 1)
-            != WEIR_OK)
+            != WEIR_OK
+            || (item->connection->ssl != NULL) != pc->ssl)
         {
+            /* another peer, or plain where TLS is wanted (or the other
+             * way round: one group may serve http:// and https://) */
             continue;
         }
 

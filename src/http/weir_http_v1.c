@@ -170,6 +170,13 @@ weir_http_v1_init_connection(weir_connection_t *c)
         return;
     }
 
+    if (c->ssl) {
+        /* after the handshake the request may be in the socket or
+         * decrypted in the TLS library, its event consumed by the
+         * handshake: one read finds out */
+        rev->ready = 1;
+    }
+
     if (rev->ready) {
         /* deferred accept: the data is already there */
         weir_post_event(rev, &weir_posted_events);
@@ -272,6 +279,11 @@ weir_http_v1_input_pending(weir_connection_t *c)
     char  ch;
 
     if (c->buffer && c->buffer->pos < c->buffer->last) {
+        return 1;
+    }
+
+    if (c->ssl && c->ssl->ops->pending(c)) {
+        /* decrypted already, inside the TLS library */
         return 1;
     }
 
@@ -607,6 +619,11 @@ weir_http_v1_read_request_header(weir_http_request_t *r)
     c = r->connection;
     rev = c->read;
     b = r->header_in;
+
+    if (!rev->ready && c->ssl && c->ssl->ops->pending(c)) {
+        /* decrypted bytes wait in the TLS library: no event comes */
+        rev->ready = 1;
+    }
 
     n = rev->ready ? c->recv(c, b->last, b->end - b->last) : WEIR_AGAIN;
 
@@ -990,6 +1007,13 @@ weir_http_v1_process_request(weir_http_request_t *r)
 
     if (rc == WEIR_ERROR) {
         weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    if (rc == WEIR_HTTP_MISDIRECTED_REQUEST) {
+        /* TLS: the Host is for another server block than the SNI's
+         * (logged); the body, if any, is not read */
+        weir_http_v1_head_error(r, rc, NULL);
         return;
     }
 
@@ -1700,7 +1724,9 @@ weir_http_v1_write(weir_http_request_t *r)
             fsize = b->file_last - b->file_pos;
 
 #if (defined __linux__)
-            if (clcf->sendfile) {
+            /* TLS encrypts in user space: its data goes through
+             * c->writev like memory buffers */
+            if (clcf->sendfile && c->ssl == NULL) {
                 off_t  offset;
 
                 chunk = fsize > (off_t) 0x7ffff000 ? 0x7ffff000
@@ -1859,23 +1885,21 @@ weir_http_v1_write(weir_http_request_t *r)
             continue;
         }
 
-        n = writev(c->fd, iov, cnt);
+        n = c->writev(c, iov, cnt);
 
-        if (n == -1) {
-            err = weir_socket_errno;
+        if (n == WEIR_AGAIN || n == 0) {
+            wev->ready = 0;
+            break;
+        }
 
-            if (err == WEIR_EAGAIN || err == EINTR) {
-                wev->ready = 0;
-                break;
-            }
-
+        if (n == WEIR_ERROR) {
+            /* logged, c->error set */
             wev->error = 1;
             c->error = 1;
-            (void) weir_connection_error(c, err, "writev() failed");
             return WEIR_ERROR;
         }
 
-        c->sent += n;
+        /* c->writev counted n in c->sent */
 
         if (n < total) {
             wev->ready = 0;
@@ -2275,6 +2299,12 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
     if (weir_handle_read_event(rev, 0) != WEIR_OK) {
         weir_http_close_connection(c);
         return;
+    }
+
+    if (c->ssl && c->ssl->ops->pending(c)) {
+        /* a pipelined request decrypted in the TLS library: no event
+         * comes for it */
+        rev->ready = 1;
     }
 
     if (rev->ready) {

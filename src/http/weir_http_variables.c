@@ -1744,7 +1744,9 @@ weir_http_variable_server_protocol(weir_http_request_t *r,
 static weir_uint_t
 weir_http_variable_is_ssl(weir_http_request_t *r)
 {
-    return r->http_connection && r->http_connection->ssl;
+    /* TLS is up on the connection (not merely a "listen ... ssl"
+     * address: a plain request on a TLS port is plain) */
+    return r->connection->ssl != NULL;
 }
 
 

@@ -143,3 +143,35 @@ def blackhole():
         yield bh
     finally:
         bh.close()
+
+
+# ---- TLS: the test PKI (tlspki.py) and the ssl module's preamble
+
+@pytest.fixture(scope="session")
+def pki():
+    """A tlspki.PKI in a temporary directory removed at the end of the
+    session: a test CA and certificates generated at run time with the
+    openssl CLI, each once per session (see tlspki.py)."""
+    import tlspki
+
+    tmp_root = os.environ.get("WEIR_TEST_TMPDIR") or None
+    if tmp_root:
+        os.makedirs(tmp_root, exist_ok=True)
+    root = tempfile.mkdtemp(prefix="weir-pki-", dir=tmp_root)
+    try:
+        yield tlspki.PKI(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def ssl_preamble():
+    """The lines a configuration needs before anything else for the ssl
+    module to be there: its load_module on a dynamic build, "" when it
+    is built in. Fails (never skips) when the build has neither."""
+    import tlspki
+
+    try:
+        return tlspki.ssl_preamble()
+    except AssertionError as exc:
+        pytest.fail(str(exc), pytrace=False)

@@ -342,7 +342,7 @@ def test_client_against_weir(weir):
     assert_clean(row)
 
 
-# ---- TLS, against openssl s_server (weir has no TLS yet)
+# ---- TLS, against openssl s_server
 
 def have_openssl_build():
     path = os.path.join(weirtest.WEIR_BUILD_DIR, "weir_auto_config.h")

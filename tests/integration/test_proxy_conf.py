@@ -58,14 +58,6 @@ ERRORS = [
      server("location / { proxy_pass 127.0.0.1:8081; }"),
      'invalid URL prefix in "127.0.0.1:8081"', 7),
 
-    ("https",
-     server("location / { proxy_pass https://127.0.0.1; }"),
-     'https is not supported yet (TLS module) in "https://127.0.0.1"', 7),
-
-    ("https_with_variables",
-     server("location / { proxy_pass https://$host; }"),
-     'https is not supported yet (TLS module) in "https://$host"', 7),
-
     ("no_host",
      server("location / { proxy_pass http:///x; }"),
      'no host in "http:///x"', 7),
@@ -196,6 +188,38 @@ def test_configuration_error(weir, http, reason, line):
         assert ("in %s:%d" % (path, line)) in res.stderr, res.stderr
         return
     expect_error(weir, http, reason, line)
+
+
+NO_SSL = ('https in "proxy_pass" requires the ssl module (configure '
+          '--with-http_ssl_module, or load_module '
+          'modules/weir_http_ssl_module.so)')
+
+
+def ssl_built_in():
+    """Is the ssl module linked into the binary under test (`weir -V`)?
+    A dynamic build's module is not there without its load_module."""
+    import tlspki
+
+    try:
+        return tlspki.ssl_build() == "static"
+    except AssertionError:
+        return False
+
+
+@pytest.mark.parametrize("url", ["https://127.0.0.1", "https://$host",
+                                 "https://127.0.0.1:8443/x"])
+def test_https_needs_the_ssl_module(weir, url):
+    """proxy_pass https:// is refused at its file:line, naming the module,
+    when the ssl module is neither built in nor loaded; accepted when it
+    is built in."""
+    http = server("location / { proxy_pass %s; }" % url)
+    if not ssl_built_in():
+        expect_error(weir, http, NO_SSL, 7)
+        return
+    path = weir.conf(HEAD + "http {\n" + http + "}\n", preamble=False,
+                     events=False)
+    res = run_weir(["-t", "-c", path], prefix=weir.prefix, env=weir.env())
+    assert res.returncode == 0, res.stderr
 
 
 def test_valid_configuration(weir):

@@ -21,15 +21,18 @@ typedef struct {
     weir_str_t                   host_header;   /* "host" or "host:port" */
     weir_str_t                   port;          /* "80" */
     weir_str_t                   uri;
+    unsigned                     ssl:1;         /* https:// */
 } weir_http_proxy_vars_t;
 
 /* a proxy_pass URL taken apart */
 typedef struct {
     weir_str_t                   host;          /* "name", "[::1]" */
     weir_str_t                   port_text;     /* as written, or "" */
-    in_port_t                    port;          /* 80 when not written */
+    in_port_t                    port;          /* 80 (443) when not
+                                                   written */
     weir_uint_t                  no_port;
     weir_str_t                   uri;           /* from the first "/" */
+    weir_uint_t                  ssl;           /* https:// */
 } weir_http_proxy_url_t;
 
 /* one proxy_set_header, compiled */
@@ -536,9 +539,50 @@ weir_http_proxy_escape(unsigned char *dst, unsigned char *src, size_t len)
 }
 
 
+#define WEIR_HTTP_PROXY_NO_SSL                                                \
+    "https in \"proxy_pass\" requires the ssl module (configure "            \
+    "--with-http_ssl_module, or load_module "                                 \
+    "modules/weir_http_ssl_module.so)"
+
+
+/* is the ssl module built in or loaded (it set the hooks)? */
+static weir_uint_t
+weir_http_proxy_have_ssl(weir_http_core_main_conf_t *cmcf)
+{
+    return cmcf != NULL && cmcf->ssl != NULL
+           && cmcf->ssl->upstream_handshake != NULL;
+}
+
+
+/* is name an "upstream" block defined so far? */
+static weir_uint_t
+weir_http_proxy_upstream_block(weir_conf_t *cf, weir_str_t *name)
+{
+    weir_uint_t                       i;
+    weir_http_upstream_srv_conf_t   **uscfp;
+    weir_http_upstream_main_conf_t   *umcf;
+
+    umcf = weir_http_conf_get_module_main_conf(cf, weir_http_upstream_module);
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if ((uscfp[i]->flags & WEIR_HTTP_UPSTREAM_CREATE)
+            && uscfp[i]->host.len == name->len
+            && weir_strncasecmp(uscfp[i]->host.data, name->data, name->len)
+               == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
 /*
- * Takes a proxy_pass URL apart: "http://" host [":" port] [URI]. Returns
- * NULL or the reason it is invalid (for a log line that names the URL).
+ * Takes a proxy_pass URL apart: "http://" or "https://", host [":" port]
+ * [URI]. Returns NULL or the reason it is invalid (for a log line that
+ * names the URL).
  */
 static const char *
 weir_http_proxy_parse_url(weir_str_t *url, weir_http_proxy_url_t *pu)
@@ -551,16 +595,18 @@ weir_http_proxy_parse_url(weir_str_t *url, weir_http_proxy_url_t *pu)
     if (url->len >= 8
         && weir_strncasecmp(url->data, (unsigned char *) "https://", 8) == 0)
     {
-        return "https is not supported yet (TLS module)";
-    }
+        pu->ssl = 1;
+        p = url->data + 8;
 
-    if (url->len < 7
-        || weir_strncasecmp(url->data, (unsigned char *) "http://", 7) != 0)
+    } else if (url->len >= 7
+               && weir_strncasecmp(url->data, (unsigned char *) "http://", 7)
+                  == 0)
     {
+        p = url->data + 7;
+
+    } else {
         return "invalid URL prefix";
     }
-
-    p = url->data + 7;
     last = url->data + url->len;
 
     pu->host.data = p;
@@ -624,7 +670,7 @@ weir_http_proxy_parse_url(weir_str_t *url, weir_http_proxy_url_t *pu)
         return "invalid host";
 
     } else {
-        pu->port = 80;
+        pu->port = pu->ssl ? 443 : 80;
         pu->no_port = 1;
     }
 
@@ -640,7 +686,8 @@ static weir_int_t
 weir_http_proxy_set_vars(weir_pool_t *pool, weir_http_proxy_url_t *pu,
     weir_http_proxy_vars_t *vars)
 {
-    if (pu->no_port || pu->port == 80) {
+    /* the scheme's default port is not written in Host */
+    if (pu->no_port || pu->port == (pu->ssl ? 443 : 80)) {
         vars->host_header = pu->host;
 
     } else {
@@ -649,13 +696,19 @@ weir_http_proxy_set_vars(weir_pool_t *pool, weir_http_proxy_url_t *pu,
     }
 
     if (pu->no_port) {
-        weir_str_set(&vars->port, "80");
+        if (pu->ssl) {
+            weir_str_set(&vars->port, "443");
+
+        } else {
+            weir_str_set(&vars->port, "80");
+        }
 
     } else {
         vars->port = pu->port_text;
     }
 
     vars->uri = pu->uri;
+    vars->ssl = pu->ssl;
 
     (void) pool;
 
@@ -698,7 +751,16 @@ weir_http_proxy_handler(weir_http_request_t *r)
 
     u->conf = &plcf->upstream;
     u->proto = &weir_http_upstream_v1_proto;
-    weir_str_set(&u->schema, "http://");
+
+    if (ctx->vars.ssl) {
+        /* TLS to the origin: the core has the ssl module's hooks run the
+         * handshake on every fresh connection (proxy_ssl_* settings) */
+        weir_str_set(&u->schema, "https://");
+        u->ssl = 1;
+
+    } else {
+        weir_str_set(&u->schema, "http://");
+    }
 
     u->create_request = weir_http_proxy_create_request;
     u->reinit_request = weir_http_proxy_reinit_request;
@@ -776,6 +838,15 @@ weir_http_proxy_eval(weir_http_request_t *r, weir_http_proxy_loc_conf_t *plcf,
         weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
                        "%s in proxy_pass URL \"%s\"", reason,
                        weir_http_proxy_log_safe(safe, &url));
+        return WEIR_ERROR;
+    }
+
+    if (pu.ssl && !weir_http_proxy_have_ssl(
+                      weir_http_get_module_main_conf(r, weir_http_core_module)))
+    {
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "https in proxy_pass URL \"%s\" requires the ssl "
+                       "module", weir_http_proxy_log_safe(safe, &url));
         return WEIR_ERROR;
     }
 
@@ -2277,12 +2348,15 @@ weir_http_proxy_pass(weir_conf_t *cf, weir_command_t *cmd, void *conf)
 {
     weir_http_proxy_loc_conf_t *plcf = conf;
 
-    const char                 *reason;
-    weir_str_t                 *value;
-    weir_http_proxy_url_t       pu;
-    weir_http_core_loc_conf_t  *clcf;
+    const char                  *reason;
+    weir_str_t                  *value;
+    weir_http_proxy_url_t        pu;
+    weir_http_core_loc_conf_t   *clcf;
+    weir_http_core_main_conf_t  *cmcf;
 
     (void) cmd;
+
+    cmcf = weir_http_conf_get_module_main_conf(cf, weir_http_core_module);
 
     if (plcf->upstream.upstream || plcf->url) {
         return "is duplicate";
@@ -2314,11 +2388,11 @@ weir_http_proxy_pass(weir_conf_t *cf, weir_command_t *cmd, void *conf)
 
         if (value[1].len >= 8
             && weir_strncasecmp(value[1].data, (unsigned char *) "https://",
-                                8) == 0)
+                                8) == 0
+            && !weir_http_proxy_have_ssl(cmcf))
         {
             weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
-                                "https is not supported yet (TLS module) "
-                                "in \"%.*s\"", WEIR_STR_ARG(value[1]));
+                                WEIR_HTTP_PROXY_NO_SSL);
             return WEIR_CONF_ERROR;
         }
 
@@ -2337,6 +2411,12 @@ weir_http_proxy_pass(weir_conf_t *cf, weir_command_t *cmd, void *conf)
         return WEIR_CONF_ERROR;
     }
 
+    if (pu.ssl && !weir_http_proxy_have_ssl(cmcf)) {
+        weir_conf_log_error(WEIR_LOG_EMERG, cf, 0, WEIR_HTTP_PROXY_NO_SSL);
+        return WEIR_CONF_ERROR;
+    }
+
+
     if (pu.uri.len && (clcf->regex || clcf->named)) {
         weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
                             "\"proxy_pass\" cannot have URI part in "
@@ -2347,6 +2427,17 @@ weir_http_proxy_pass(weir_conf_t *cf, weir_command_t *cmd, void *conf)
 
     if (weir_http_proxy_set_vars(cf->pool, &pu, &plcf->vars) != WEIR_OK) {
         return WEIR_CONF_ERROR;
+    }
+
+    if (pu.ssl && pu.no_port
+        && !weir_http_proxy_upstream_block(cf, &pu.host))
+    {
+        /*
+         * An implicit upstream without a port is resolved on port 80 by
+         * the upstream core: a name that is no upstream block (defined
+         * above) is an origin on port 443.
+         */
+        pu.no_port = 0;
     }
 
     plcf->upstream.upstream = weir_http_upstream_add(cf, &pu.host, pu.port,
