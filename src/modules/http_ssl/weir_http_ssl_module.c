@@ -121,6 +121,9 @@ static void weir_http_ssl_plain_http(weir_connection_t *c);
 static void weir_http_ssl_handshake_handler(weir_connection_t *c);
 static void weir_http_ssl_empty_handler(weir_event_t *ev);
 static int weir_http_ssl_servername(SSL *ssl_conn, int *ad, void *arg);
+static weir_uint_t weir_http_ssl_resumption_allowed(SSL *ssl_conn,
+    weir_connection_t *c, weir_http_ssl_srv_conf_t *sscf,
+    const char *servername);
 static int weir_http_ssl_alpn_select(SSL *ssl_conn,
     const unsigned char **out, unsigned char *outlen,
     const unsigned char *in, unsigned int inlen, void *arg);
@@ -626,6 +629,16 @@ weir_http_ssl_build(weir_conf_t *cf, weir_http_ssl_srv_conf_t *conf,
 
     conf->ssl.log = cf->log;
     conf->ssl.buffer_size = conf->buffer_size;
+
+    /*
+     * A client that ends its half of the connection without close_notify
+     * (a plain shutdown(SHUT_WR) under TLS) has only said it is done
+     * sending: OpenSSL 3 otherwise makes that a fatal error, after which
+     * nothing more can be written to it (the rest of a response, the
+     * origin's side of an upgraded connection). On the context, so that
+     * an SNI switch (which copies the options) keeps it.
+     */
+    SSL_CTX_set_options(conf->ssl.ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 
     SSL_CTX_set_tlsext_servername_callback(conf->ssl.ctx,
                                            weir_http_ssl_servername);
@@ -1518,15 +1531,21 @@ weir_http_ssl_servername(SSL *ssl_conn, int *ad, void *arg)
 
     servername = SSL_get_servername(ssl_conn, TLSEXT_NAMETYPE_host_name);
 
-    if (servername == NULL) {
+    if (servername == NULL || servername[0] == '\0') {
+        /* the default server: still no session of another name may
+         * resume on it when it verifies clients */
+        hc = c->data;
+        sscf = hc->conf_ctx->srv_conf[weir_http_ssl_module.ctx_index];
+
+        if (!weir_http_ssl_resumption_allowed(ssl_conn, c, sscf, NULL)) {
+            *ad = SSL_AD_ACCESS_DENIED;
+            return SSL_TLSEXT_ERR_ALERT_FATAL;
+        }
+
         return SSL_TLSEXT_ERR_OK;
     }
 
     host.len = weir_strlen(servername);
-
-    if (host.len == 0) {
-        return SSL_TLSEXT_ERR_OK;
-    }
 
     host.data = (unsigned char *) servername;
 
@@ -1550,6 +1569,11 @@ weir_http_ssl_servername(SSL *ssl_conn, int *ad, void *arg)
     hc->conf_ctx = cscf->ctx;
 
     sscf = cscf->ctx->srv_conf[weir_http_ssl_module.ctx_index];
+
+    if (!weir_http_ssl_resumption_allowed(ssl_conn, c, sscf, servername)) {
+        *ad = SSL_AD_ACCESS_DENIED;
+        return SSL_TLSEXT_ERR_ALERT_FATAL;
+    }
 
     if (sscf->ssl.ctx == NULL
         || sscf->ssl.ctx == SSL_get_SSL_CTX(ssl_conn))
@@ -1575,6 +1599,58 @@ weir_http_ssl_servername(SSL *ssl_conn, int *ad, void *arg)
     SSL_set_options(ssl_conn, SSL_CTX_get_options(sscf->ssl.ctx));
 
     return SSL_TLSEXT_ERR_OK;
+}
+
+
+/*
+ * TLS 1.3 resumes a session (ticket or cache) before SNI has chosen the
+ * server block, and OpenSSL checks no session id context there: a
+ * session made on one server block would resume on another of the same
+ * address, with the client certificate (or the absence of one) that the
+ * first accepted. A server block that verifies clients therefore takes
+ * only its own sessions: the session's server name must be the one
+ * sent now (none for none). TLS 1.2 keeps the session's name through
+ * resumption, so the check passes there and the 421 rule applies.
+ */
+
+static weir_uint_t
+weir_http_ssl_resumption_allowed(SSL *ssl_conn, weir_connection_t *c,
+    weir_http_ssl_srv_conf_t *sscf, const char *servername)
+{
+    const char   *name;
+    SSL_SESSION  *sess;
+
+    if (sscf == NULL || sscf->verify == WEIR_HTTP_SSL_VERIFY_OFF
+        || sscf->verify == WEIR_CONF_UNSET_UINT)
+    {
+        return 1;
+    }
+
+    sess = SSL_get0_session(ssl_conn);
+
+    if (sess == NULL || !SSL_session_reused(ssl_conn)) {
+        return 1;
+    }
+
+    name = SSL_SESSION_get0_hostname(sess);
+
+    if (name == NULL && servername == NULL) {
+        return 1;
+    }
+
+    if (name && servername && weir_strcasecmp((unsigned char *) name,
+                                              (unsigned char *) servername)
+                              == 0)
+    {
+        return 1;
+    }
+
+    weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                   "client resumed a session of \"%s\" with server name "
+                   "\"%s\" on a server that verifies client certificates: "
+                   "refused", name ? name : "", servername ? servername : "");
+
+    return 0;
 }
 
 
