@@ -414,6 +414,18 @@ weir_http_upstream_hop_by_hop(weir_http_header_t *h,
 {
     weir_str_t  *s;
 
+    /* an interned name says it at once; only a name that was never
+     * looked up (token 0 is also "not interned") is compared */
+    if (h->token != WEIR_HTTP_HDR_UNKNOWN) {
+        if (weir_http_header_defs[h->token].flags
+            & WEIR_HTTP_HDR_F_HOP_BY_HOP)
+        {
+            return 1;
+        }
+
+        goto listed;
+    }
+
     for (s = weir_http_upstream_hop; s->len; s++) {
         if (h->key.len == s->len
             && weir_strncasecmp(h->key.data, s->data, s->len) == 0)
@@ -421,6 +433,8 @@ weir_http_upstream_hop_by_hop(weir_http_header_t *h,
             return 1;
         }
     }
+
+listed:
 
     for ( /* void */ ; connection; connection = connection->next) {
         if (weir_http_list_has_token(&connection->value, h->key.data,
@@ -3510,53 +3524,42 @@ weir_http_upstream_header_variable(weir_http_request_t *r,
 }
 
 
+/* $upstream_http_NAME and $upstream_trailer_NAME: a prefix variable's
+ * data starts with its full name, and the prefix says which list */
+
 static weir_int_t
-weir_http_upstream_http_variable(weir_http_request_t *r,
+weir_http_upstream_field_variable(weir_http_request_t *r,
     weir_http_variable_value_t *v, uintptr_t data)
 {
-    weir_str_t   name, *full;
+    size_t        prefix;
+    weir_str_t    name, *full;
+    weir_list_t  *fields;
 
-    /* a prefix variable's data starts with its full name */
     full = (weir_str_t *) data;
 
-    if (r->upstream == NULL || r->upstream->headers_in.headers.part.elts
-                               == NULL)
-    {
+    if (r->upstream == NULL) {
         v->not_found = 1;
         return WEIR_OK;
     }
 
-    name.len = full->len - (sizeof("upstream_http_") - 1);
-    name.data = full->data + sizeof("upstream_http_") - 1;
+    if (full->data[sizeof("upstream_") - 1] == 'h') {
+        prefix = sizeof("upstream_http_") - 1;
+        fields = &r->upstream->headers_in.headers;
 
-    return weir_http_upstream_header_variable(r, v,
-                                              &r->upstream->headers_in.headers,
-                                              &name);
-}
+    } else {
+        prefix = sizeof("upstream_trailer_") - 1;
+        fields = &r->upstream->headers_in.trailers;
+    }
 
-
-static weir_int_t
-weir_http_upstream_trailer_variable(weir_http_request_t *r,
-    weir_http_variable_value_t *v, uintptr_t data)
-{
-    weir_str_t   name, *full;
-
-    /* a prefix variable's data starts with its full name */
-    full = (weir_str_t *) data;
-
-    if (r->upstream == NULL || r->upstream->headers_in.trailers.part.elts
-                               == NULL)
-    {
+    if (fields->part.elts == NULL) {
         v->not_found = 1;
         return WEIR_OK;
     }
 
-    name.len = full->len - (sizeof("upstream_trailer_") - 1);
-    name.data = full->data + sizeof("upstream_trailer_") - 1;
+    name.len = full->len - prefix;
+    name.data = full->data + prefix;
 
-    return weir_http_upstream_header_variable(r, v,
-                                              &r->upstream->headers_in.trailers,
-                                              &name);
+    return weir_http_upstream_header_variable(r, v, fields, &name);
 }
 
 
@@ -3588,9 +3591,9 @@ static struct {
     { weir_string("upstream_response_length"),
       weir_http_upstream_state_variable,
       WEIR_HTTP_UPSTREAM_VAR_RESPONSE_LENGTH, WEIR_HTTP_VAR_NOCACHEABLE },
-    { weir_string("upstream_http_"), weir_http_upstream_http_variable, 0,
+    { weir_string("upstream_http_"), weir_http_upstream_field_variable, 0,
       WEIR_HTTP_VAR_PREFIX | WEIR_HTTP_VAR_NOCACHEABLE },
-    { weir_string("upstream_trailer_"), weir_http_upstream_trailer_variable,
+    { weir_string("upstream_trailer_"), weir_http_upstream_field_variable,
       0, WEIR_HTTP_VAR_PREFIX | WEIR_HTTP_VAR_NOCACHEABLE },
     { weir_null_string, NULL, 0, 0 }
 };

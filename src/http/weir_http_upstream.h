@@ -428,6 +428,29 @@ void weir_http_upstream_free_round_robin_peer(weir_peer_connection_t *pc,
 weir_uint_t weir_http_upstream_rr_peer_usable(
     weir_http_upstream_rr_peer_t *peer, time_t now);
 
+/* the tried bitmap: was peer number i of rrp->peers tried already? */
+#define WEIR_HTTP_UPSTREAM_TRIED_BITS  (8 * sizeof(uintptr_t))
+#define weir_http_upstream_rr_tried(rrp, i)                                   \
+    ((rrp)->tried[(i) / WEIR_HTTP_UPSTREAM_TRIED_BITS]                        \
+     & ((uintptr_t) 1 << (i) % WEIR_HTTP_UPSTREAM_TRIED_BITS))
+
+/*
+ * Every balancer's last step: peer (number i of rrp->peers) becomes this
+ * attempt's. Marks it tried and current, fills pc->sockaddr, socklen and
+ * name, counts the connection, and makes this request the probe of a
+ * peer past its fail_timeout. Returns WEIR_OK.
+ */
+weir_int_t weir_http_upstream_rr_use_peer(weir_peer_connection_t *pc,
+    weir_http_upstream_rr_peer_data_t *rrp,
+    weir_http_upstream_rr_peer_t *peer, weir_uint_t i, time_t now);
+/*
+ * No primary peer is usable: the backups become rrp->peers with a fresh
+ * tried bitmap. WEIR_OK, or WEIR_BUSY when there are none (pc->name is
+ * then the group's name, pc->sockaddr NULL).
+ */
+weir_int_t weir_http_upstream_rr_use_backups(weir_peer_connection_t *pc,
+    weir_http_upstream_rr_peer_data_t *rrp);
+
 /*
  * The keep-alive pool (weir_http_upstream_keepalive.c), in every group
  * by default ("keepalive N" in the block, 32 by default, 0 turns it off;

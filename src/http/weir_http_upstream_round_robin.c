@@ -11,13 +11,10 @@
  * health per worker (max_fails within fail_timeout).
  */
 
-#define WEIR_HTTP_UPSTREAM_TRIED_BITS  (8 * sizeof(uintptr_t))
-
-
 static weir_http_upstream_rr_peers_t *weir_http_upstream_rr_build(
     weir_conf_t *cf, weir_http_upstream_srv_conf_t *us, weir_uint_t backup);
 static weir_http_upstream_rr_peer_t *weir_http_upstream_get_peer(
-    weir_http_upstream_rr_peer_data_t *rrp);
+    weir_http_upstream_rr_peer_data_t *rrp, time_t now, weir_uint_t *index);
 static weir_int_t weir_http_upstream_rr_tried_init(weir_http_request_t *r,
     weir_http_upstream_rr_peer_data_t *rrp);
 
@@ -347,7 +344,9 @@ weir_int_t
 weir_http_upstream_get_round_robin_peer(weir_peer_connection_t *pc,
     void *data)
 {
-    weir_uint_t                         i, n;
+    time_t                              now;
+    weir_int_t                          rc;
+    weir_uint_t                         p;
     weir_http_upstream_rr_peer_t       *peer;
     weir_http_upstream_rr_peers_t      *peers;
     weir_http_upstream_rr_peer_data_t  *rrp;
@@ -359,6 +358,9 @@ weir_http_upstream_get_round_robin_peer(weir_peer_connection_t *pc,
 
     rrp->current = NULL;
 
+    now = weir_time();
+    p = 0;
+
     for ( ;; ) {
         peers = rrp->peers;
 
@@ -369,54 +371,26 @@ weir_http_upstream_get_round_robin_peer(weir_peer_connection_t *pc,
              * to send the request to */
             if (peer->down
                 || (peer->max_conns && peer->conns >= peer->max_conns)
-                || (rrp->tried[0] & 1))
+                || weir_http_upstream_rr_tried(rrp, 0))
             {
                 peer = NULL;
-
-            } else {
-                rrp->current = peer;
-                rrp->tried[0] |= 1;
             }
 
         } else {
-            peer = weir_http_upstream_get_peer(rrp);
+            peer = weir_http_upstream_get_peer(rrp, now, &p);
         }
 
         if (peer) {
             break;
         }
 
-        if (peers->next == NULL) {
-            weir_log_debug(pc->log, 0, "no live peer in upstream \"%.*s\"",
-                           WEIR_STR_ARG(*peers->name));
-
-            pc->name = peers->name;
-            pc->sockaddr = NULL;
-            pc->socklen = 0;
-
-            return WEIR_BUSY;
-        }
-
-        /* no primary peer is usable: the backups, with a fresh bitmap */
-
-        weir_log_debug(pc->log, 0, "upstream \"%.*s\": trying backup peers",
-                       WEIR_STR_ARG(*peers->name));
-
-        rrp->peers = peers->next;
-
-        n = (rrp->peers->number + (WEIR_HTTP_UPSTREAM_TRIED_BITS - 1))
-            / WEIR_HTTP_UPSTREAM_TRIED_BITS;
-
-        for (i = 0; i < n; i++) {
-            rrp->tried[i] = 0;
+        rc = weir_http_upstream_rr_use_backups(pc, rrp);
+        if (rc != WEIR_OK) {
+            return rc;
         }
     }
 
-    pc->sockaddr = peer->sockaddr;
-    pc->socklen = peer->socklen;
-    pc->name = &peer->name;
-
-    peer->conns++;
+    (void) weir_http_upstream_rr_use_peer(pc, rrp, peer, p, now);
 
     weir_log_debug(pc->log, 0, "get rr peer %.*s, conns:%lu",
                    WEIR_STR_ARG(peer->name), (unsigned long) peer->conns);
@@ -425,18 +399,76 @@ weir_http_upstream_get_round_robin_peer(weir_peer_connection_t *pc,
 }
 
 
+weir_int_t
+weir_http_upstream_rr_use_peer(weir_peer_connection_t *pc,
+    weir_http_upstream_rr_peer_data_t *rrp,
+    weir_http_upstream_rr_peer_t *peer, weir_uint_t i, time_t now)
+{
+    rrp->current = peer;
+    rrp->tried[i / WEIR_HTTP_UPSTREAM_TRIED_BITS] |=
+        (uintptr_t) 1 << i % WEIR_HTTP_UPSTREAM_TRIED_BITS;
+
+    pc->sockaddr = peer->sockaddr;
+    pc->socklen = peer->socklen;
+    pc->name = &peer->name;
+
+    peer->conns++;
+
+    /* a peer past its fail_timeout: this request is its probe, the
+     * others wait fail_timeout more */
+    if (now - peer->checked > peer->fail_timeout) {
+        peer->checked = now;
+    }
+
+    return WEIR_OK;
+}
+
+
+weir_int_t
+weir_http_upstream_rr_use_backups(weir_peer_connection_t *pc,
+    weir_http_upstream_rr_peer_data_t *rrp)
+{
+    weir_uint_t                     i, n;
+    weir_http_upstream_rr_peers_t  *peers;
+
+    peers = rrp->peers;
+
+    if (peers->next == NULL) {
+        weir_log_debug(pc->log, 0, "no live peer in upstream \"%.*s\"",
+                       WEIR_STR_ARG(*peers->name));
+
+        pc->name = peers->name;
+        pc->sockaddr = NULL;
+        pc->socklen = 0;
+
+        return WEIR_BUSY;
+    }
+
+    weir_log_debug(pc->log, 0, "upstream \"%.*s\": trying backup peers",
+                   WEIR_STR_ARG(*peers->name));
+
+    rrp->peers = peers->next;
+
+    n = (rrp->peers->number + (WEIR_HTTP_UPSTREAM_TRIED_BITS - 1))
+        / WEIR_HTTP_UPSTREAM_TRIED_BITS;
+
+    for (i = 0; i < n; i++) {
+        rrp->tried[i] = 0;
+    }
+
+    return WEIR_OK;
+}
+
+
 /* smooth weighted round robin over the usable peers not tried yet */
 
 static weir_http_upstream_rr_peer_t *
-weir_http_upstream_get_peer(weir_http_upstream_rr_peer_data_t *rrp)
+weir_http_upstream_get_peer(weir_http_upstream_rr_peer_data_t *rrp,
+    time_t now, weir_uint_t *index)
 {
-    time_t                         now;
-    uintptr_t                      m;
     weir_int_t                     total;
-    weir_uint_t                    i, n, p;
+    weir_uint_t                    i, p;
     weir_http_upstream_rr_peer_t  *peer, *best;
-
-    now = weir_time();
 
     best = NULL;
     total = 0;
@@ -444,10 +476,7 @@ weir_http_upstream_get_peer(weir_http_upstream_rr_peer_data_t *rrp)
 
     for (peer = rrp->peers->peer, i = 0; peer; peer = peer->next, i++) {
 
-        n = i / WEIR_HTTP_UPSTREAM_TRIED_BITS;
-        m = (uintptr_t) 1 << i % WEIR_HTTP_UPSTREAM_TRIED_BITS;
-
-        if (rrp->tried[n] & m) {
+        if (weir_http_upstream_rr_tried(rrp, i)) {
             continue;
         }
 
@@ -473,20 +502,10 @@ weir_http_upstream_get_peer(weir_http_upstream_rr_peer_data_t *rrp)
         return NULL;
     }
 
-    rrp->current = best;
-
-    n = p / WEIR_HTTP_UPSTREAM_TRIED_BITS;
-    m = (uintptr_t) 1 << p % WEIR_HTTP_UPSTREAM_TRIED_BITS;
-
-    rrp->tried[n] |= m;
-
     best->current_weight -= total;
 
-    /* a peer past its fail_timeout: this request is its probe, the
-     * others wait fail_timeout more */
-    if (now - best->checked > best->fail_timeout) {
-        best->checked = now;
-    }
+    /* weir_http_upstream_rr_use_peer marks it tried */
+    *index = p;
 
     return best;
 }

@@ -22,7 +22,6 @@
  */
 
 
-#define WEIR_HTTP_UPSTREAM_HASH_BITS    (8 * sizeof(uintptr_t))
 #define WEIR_HTTP_UPSTREAM_HASH_TRIES   20
 #define WEIR_HTTP_UPSTREAM_HASH_POINTS  160
 /* 2^24 points (400 MB of ring): a total weight of 104857 */
@@ -350,11 +349,7 @@ static weir_uint_t
 weir_http_upstream_hash_usable(weir_http_upstream_hash_peer_data_t *hp,
     weir_http_upstream_rr_peer_t *peer, weir_uint_t p, time_t now)
 {
-    uintptr_t  m;
-
-    m = (uintptr_t) 1 << p % WEIR_HTTP_UPSTREAM_HASH_BITS;
-
-    if (hp->rrp.tried[p / WEIR_HTTP_UPSTREAM_HASH_BITS] & m) {
+    if (weir_http_upstream_rr_tried(&hp->rrp, p)) {
         return 0;
     }
 
@@ -369,25 +364,10 @@ weir_http_upstream_hash_use(weir_peer_connection_t *pc,
     weir_http_upstream_hash_peer_data_t *hp,
     weir_http_upstream_rr_peer_t *peer, weir_uint_t p, time_t now)
 {
-    hp->rrp.current = peer;
-    hp->rrp.tried[p / WEIR_HTTP_UPSTREAM_HASH_BITS] |=
-        (uintptr_t) 1 << p % WEIR_HTTP_UPSTREAM_HASH_BITS;
-
-    pc->sockaddr = peer->sockaddr;
-    pc->socklen = peer->socklen;
-    pc->name = &peer->name;
-
-    peer->conns++;
-
-    /* past its fail_timeout: this request is the peer's probe */
-    if (now - peer->checked > peer->fail_timeout) {
-        peer->checked = now;
-    }
-
     weir_log_debug(pc->log, 0, "get hash peer %.*s, try:%lu",
                    WEIR_STR_ARG(peer->name), (unsigned long) hp->tries);
 
-    return WEIR_OK;
+    return weir_http_upstream_rr_use_peer(pc, &hp->rrp, peer, p, now);
 }
 
 

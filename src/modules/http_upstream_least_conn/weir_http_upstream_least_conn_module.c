@@ -11,9 +11,6 @@
  */
 
 
-#define WEIR_HTTP_UPSTREAM_LC_BITS  (8 * sizeof(uintptr_t))
-
-
 static weir_int_t weir_http_upstream_init_least_conn(weir_conf_t *cf,
     weir_http_upstream_srv_conf_t *us);
 static weir_int_t weir_http_upstream_init_least_conn_peer(
@@ -21,7 +18,7 @@ static weir_int_t weir_http_upstream_init_least_conn_peer(
 static weir_int_t weir_http_upstream_get_least_conn_peer(
     weir_peer_connection_t *pc, void *data);
 static weir_http_upstream_rr_peer_t *weir_http_upstream_least_conn_pick(
-    weir_http_upstream_rr_peer_data_t *rrp, time_t now);
+    weir_http_upstream_rr_peer_data_t *rrp, time_t now, weir_uint_t *index);
 static char *weir_http_upstream_least_conn(weir_conf_t *cf,
     weir_command_t *cmd, void *conf);
 
@@ -108,9 +105,9 @@ weir_http_upstream_get_least_conn_peer(weir_peer_connection_t *pc,
     weir_http_upstream_rr_peer_data_t  *rrp = data;
 
     time_t                          now;
-    weir_uint_t                     i, n;
+    weir_int_t                      rc;
+    weir_uint_t                     p;
     weir_http_upstream_rr_peer_t   *best;
-    weir_http_upstream_rr_peers_t  *peers;
 
     if (rrp->peers->single) {
         /* round robin's fast path: a lone peer is never marked down */
@@ -125,42 +122,19 @@ weir_http_upstream_get_least_conn_peer(weir_peer_connection_t *pc,
     now = weir_time();
 
     for ( ;; ) {
-        peers = rrp->peers;
-
-        best = weir_http_upstream_least_conn_pick(rrp, now);
+        best = weir_http_upstream_least_conn_pick(rrp, now, &p);
 
         if (best) {
             break;
         }
 
-        if (peers->next == NULL) {
-            weir_log_debug(pc->log, 0, "least_conn: no live peer in "
-                           "upstream \"%.*s\"", WEIR_STR_ARG(*peers->name));
-
-            pc->name = peers->name;
-            pc->sockaddr = NULL;
-            pc->socklen = 0;
-
-            return WEIR_BUSY;
-        }
-
-        /* no primary peer is usable: the backups, with a fresh bitmap */
-
-        rrp->peers = peers->next;
-
-        n = (rrp->peers->number + (WEIR_HTTP_UPSTREAM_LC_BITS - 1))
-            / WEIR_HTTP_UPSTREAM_LC_BITS;
-
-        for (i = 0; i < n; i++) {
-            rrp->tried[i] = 0;
+        rc = weir_http_upstream_rr_use_backups(pc, rrp);
+        if (rc != WEIR_OK) {
+            return rc;
         }
     }
 
-    pc->sockaddr = best->sockaddr;
-    pc->socklen = best->socklen;
-    pc->name = &best->name;
-
-    best->conns++;
+    (void) weir_http_upstream_rr_use_peer(pc, rrp, best, p, now);
 
     weir_log_debug(pc->log, 0, "get least_conn peer %.*s, conns:%lu",
                    WEIR_STR_ARG(best->name), (unsigned long) best->conns);
@@ -177,11 +151,10 @@ weir_http_upstream_get_least_conn_peer(weir_peer_connection_t *pc,
 
 static weir_http_upstream_rr_peer_t *
 weir_http_upstream_least_conn_pick(weir_http_upstream_rr_peer_data_t *rrp,
-    time_t now)
+    time_t now, weir_uint_t *index)
 {
-    uintptr_t                      m;
     weir_int_t                     total;
-    weir_uint_t                    i, n, p, many;
+    weir_uint_t                    i, p, many;
     weir_http_upstream_rr_peer_t  *peer, *best;
 
     best = NULL;
@@ -190,10 +163,7 @@ weir_http_upstream_least_conn_pick(weir_http_upstream_rr_peer_data_t *rrp,
 
     for (peer = rrp->peers->peer, i = 0; peer; peer = peer->next, i++) {
 
-        n = i / WEIR_HTTP_UPSTREAM_LC_BITS;
-        m = (uintptr_t) 1 << i % WEIR_HTTP_UPSTREAM_LC_BITS;
-
-        if (rrp->tried[n] & m) {
+        if (weir_http_upstream_rr_tried(rrp, i)) {
             continue;
         }
 
@@ -228,10 +198,7 @@ weir_http_upstream_least_conn_pick(weir_http_upstream_rr_peer_data_t *rrp,
 
         for (peer = best, i = p; peer; peer = peer->next, i++) {
 
-            n = i / WEIR_HTTP_UPSTREAM_LC_BITS;
-            m = (uintptr_t) 1 << i % WEIR_HTTP_UPSTREAM_LC_BITS;
-
-            if (rrp->tried[n] & m) {
+            if (weir_http_upstream_rr_tried(rrp, i)) {
                 continue;
             }
 
@@ -261,17 +228,8 @@ weir_http_upstream_least_conn_pick(weir_http_upstream_rr_peer_data_t *rrp,
         best->current_weight -= total;
     }
 
-    rrp->current = best;
-
-    n = p / WEIR_HTTP_UPSTREAM_LC_BITS;
-    m = (uintptr_t) 1 << p % WEIR_HTTP_UPSTREAM_LC_BITS;
-
-    rrp->tried[n] |= m;
-
-    /* past its fail_timeout: this request is the peer's probe */
-    if (now - best->checked > best->fail_timeout) {
-        best->checked = now;
-    }
+    /* weir_http_upstream_rr_use_peer marks it tried */
+    *index = p;
 
     return best;
 }

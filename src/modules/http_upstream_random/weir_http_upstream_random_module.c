@@ -14,7 +14,6 @@
  */
 
 
-#define WEIR_HTTP_UPSTREAM_RANDOM_BITS   (8 * sizeof(uintptr_t))
 #define WEIR_HTTP_UPSTREAM_RANDOM_TRIES  20
 
 
@@ -225,11 +224,7 @@ static weir_uint_t
 weir_http_upstream_random_usable(weir_http_upstream_random_peer_data_t *rp,
     weir_uint_t i, time_t now)
 {
-    uintptr_t  m;
-
-    m = (uintptr_t) 1 << i % WEIR_HTTP_UPSTREAM_RANDOM_BITS;
-
-    if (rp->rrp.tried[i / WEIR_HTTP_UPSTREAM_RANDOM_BITS] & m) {
+    if (weir_http_upstream_rr_tried(&rp->rrp, i)) {
         return 0;
     }
 
@@ -247,25 +242,10 @@ weir_http_upstream_random_use(weir_peer_connection_t *pc,
 
     peer = rp->conf->ranges[i].peer;
 
-    rp->rrp.current = peer;
-    rp->rrp.tried[i / WEIR_HTTP_UPSTREAM_RANDOM_BITS] |=
-        (uintptr_t) 1 << i % WEIR_HTTP_UPSTREAM_RANDOM_BITS;
-
-    pc->sockaddr = peer->sockaddr;
-    pc->socklen = peer->socklen;
-    pc->name = &peer->name;
-
-    peer->conns++;
-
-    /* past its fail_timeout: this request is the peer's probe */
-    if (now - peer->checked > peer->fail_timeout) {
-        peer->checked = now;
-    }
-
     weir_log_debug(pc->log, 0, "get random peer %.*s, conns:%lu",
                    WEIR_STR_ARG(peer->name), (unsigned long) peer->conns);
 
-    return WEIR_OK;
+    return weir_http_upstream_rr_use_peer(pc, &rp->rrp, peer, i, now);
 }
 
 
