@@ -6,6 +6,7 @@ static void *weir_palloc_small(weir_pool_t *pool, size_t size,
     weir_uint_t align);
 static void *weir_palloc_block(weir_pool_t *pool, size_t size);
 static void *weir_palloc_large(weir_pool_t *pool, size_t size);
+static void *weir_pool_track_large(weir_pool_t *pool, void *p);
 
 
 void *
@@ -244,18 +245,47 @@ weir_palloc_block(weir_pool_t *pool, size_t size)
 static void *
 weir_palloc_large(weir_pool_t *pool, size_t size)
 {
-    void               *p;
-    weir_uint_t         n;
-    weir_pool_large_t  *large;
+    void  *p;
 
     p = weir_alloc(size, pool->log);
     if (p == NULL) {
         return NULL;
     }
 
+    return weir_pool_track_large(pool, p);
+}
+
+
+void *
+weir_pmemalign(weir_pool_t *pool, size_t size, size_t alignment)
+{
+    void  *p;
+
+    p = weir_memalign(alignment, size, pool->log);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    return weir_pool_track_large(pool, p);
+}
+
+
+/*
+ * Puts p on the pool's large list (freed with the pool), reusing a slot
+ * weir_pfree() emptied among the first few: a keep-alive connection
+ * takes and frees a buffer this way once per request, and a new slot
+ * each time would grow its pool without bound. Frees p and returns NULL
+ * when no slot can be had.
+ */
+
+static void *
+weir_pool_track_large(weir_pool_t *pool, void *p)
+{
+    weir_uint_t         n;
+    weir_pool_large_t  *large;
+
     n = 0;
 
-    /* reuse a slot freed by weir_pfree() among the first few */
     for (large = pool->large; large; large = large->next) {
         if (large->alloc == NULL) {
             large->alloc = p;
@@ -265,31 +295,6 @@ weir_palloc_large(weir_pool_t *pool, size_t size)
         if (n++ > 3) {
             break;
         }
-    }
-
-    large = weir_palloc_small(pool, sizeof(weir_pool_large_t), 1);
-    if (large == NULL) {
-        weir_free(p);
-        return NULL;
-    }
-
-    large->alloc = p;
-    large->next = pool->large;
-    pool->large = large;
-
-    return p;
-}
-
-
-void *
-weir_pmemalign(weir_pool_t *pool, size_t size, size_t alignment)
-{
-    void               *p;
-    weir_pool_large_t  *large;
-
-    p = weir_memalign(alignment, size, pool->log);
-    if (p == NULL) {
-        return NULL;
     }
 
     large = weir_palloc_small(pool, sizeof(weir_pool_large_t), 1);

@@ -155,6 +155,28 @@ WEIR_UNIT_TEST(palloc_memalign)
 }
 
 
+WEIR_UNIT_TEST(palloc_memalign_reuses_freed_slot)
+{
+    weir_uint_t     i;
+    unsigned char  *p;
+    weir_pool_t    *pool;
+
+    pool = weir_unit_pool();
+    WEIR_REQUIRE(pool != NULL);
+
+    /* a keep-alive connection's header buffer: allocated and freed once
+     * per request, the pool must not grow a slot each time */
+
+    for (i = 0; i < 100; i++) {
+        p = weir_pmemalign(pool, 1024, WEIR_ALIGNMENT);
+        WEIR_REQUIRE(p != NULL);
+        WEIR_CHECK_INT(weir_pfree(pool, p), WEIR_OK);
+    }
+
+    WEIR_CHECK_INT(count_large(pool), 1);
+}
+
+
 WEIR_UNIT_TEST(palloc_tiny_pool)
 {
     unsigned char  *p;
