@@ -29,6 +29,10 @@ main(int argc, char **argv)
         return probe_origin_main(argc - 1, argv + 1);
     }
 
+    if (argc > 1 && strcmp(argv[1], "hold") == 0) {
+        return probe_hold_main(argc - 1, argv + 1);
+    }
+
     if (argc > 1 && strcmp(argv[1], "client") == 0) {
         return probe_client_main(argc - 1, argv + 1);
     }
@@ -49,9 +53,10 @@ probe_usage(void)
 {
     printf("usage: weir-probe [client] [options] -u URL [-u URL ...]\n"
            "       weir-probe origin -l ADDR:PORT [-l ADDR:PORT ...]\n"
+           "       weir-probe hold -c N -u URL [-d SECONDS] [-T SECONDS]\n"
            "\n"
-           "weir-probe client -h and weir-probe origin -h list the "
-           "options;\n"
+           "weir-probe client -h, weir-probe origin -h and weir-probe hold -h "
+           "list the options;\n"
            "see tools/probe/README.md.\n");
 }
 
@@ -262,15 +267,69 @@ probe_hist_percentile(probe_hist_t *h, double pct)
 }
 
 
+/* name is lowercase; the length is compared first, so most calls end there */
+
 int
-probe_h1_header_is(u_char *line, u_char *colon, const char *name)
+probe_h1_header_is(u_char *line, u_char *colon, const char *name, size_t len)
 {
-    size_t  len;
-
-    len = strlen(name);
-
     return (size_t) (colon - line) == len
+           && (line[0] | 0x20) == (u_char) name[0]
            && strncasecmp((char *) line, name, len) == 0;
+}
+
+
+/*
+ * The first "\r\n" in [p, p + len), or NULL: memchr() for the '\n' is
+ * much cheaper than memmem() for the pair.
+ */
+
+u_char *
+probe_crlf(u_char *p, size_t len)
+{
+    u_char  *start, *end, *nl;
+
+    start = p;
+    end = p + len;
+
+    for ( ;; ) {
+        nl = memchr(p, '\n', (size_t) (end - p));
+        if (nl == NULL) {
+            return NULL;
+        }
+
+        if (nl > start && nl[-1] == '\r') {
+            return nl - 1;
+        }
+
+        p = nl + 1;
+    }
+}
+
+
+/* the first "\r\n\r\n" in [p, p + len), the end of a head, or NULL */
+
+u_char *
+probe_head_end(u_char *p, size_t len)
+{
+    u_char  *start, *end, *nl;
+
+    start = p;
+    end = p + len;
+
+    for ( ;; ) {
+        nl = memchr(p, '\n', (size_t) (end - p));
+        if (nl == NULL) {
+            return NULL;
+        }
+
+        if (nl - start >= 3 && nl[-1] == '\r' && nl[-2] == '\n'
+            && nl[-3] == '\r')
+        {
+            return nl - 3;
+        }
+
+        p = nl + 1;
+    }
 }
 
 
@@ -288,4 +347,158 @@ probe_h1_value_has(u_char *v, u_char *eol, const char *token)
     }
 
     return 0;
+}
+
+
+/*
+ * SHA-1 (FIPS 180-4) and base64, only for Sec-WebSocket-Accept: the probe
+ * builds without OpenSSL too. Not constant-time, and need not be.
+ */
+
+#define PROBE_ROL(x, n)  (((x) << (n)) | ((x) >> (32 - (n))))
+
+static void
+probe_sha1_block(uint32_t h[5], const u_char *p)
+{
+    int       i;
+    uint32_t  w[80], a, b, c, d, e, f, k, t;
+
+    for (i = 0; i < 16; i++) {
+        w[i] = (uint32_t) p[4 * i] << 24 | (uint32_t) p[4 * i + 1] << 16
+               | (uint32_t) p[4 * i + 2] << 8 | (uint32_t) p[4 * i + 3];
+    }
+
+    for (i = 16; i < 80; i++) {
+        w[i] = PROBE_ROL(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+    }
+
+    a = h[0];
+    b = h[1];
+    c = h[2];
+    d = h[3];
+    e = h[4];
+
+    for (i = 0; i < 80; i++) {
+        if (i < 20) {
+            f = (b & c) | (~b & d);
+            k = 0x5a827999;
+
+        } else if (i < 40) {
+            f = b ^ c ^ d;
+            k = 0x6ed9eba1;
+
+        } else if (i < 60) {
+            f = (b & c) | (b & d) | (c & d);
+            k = 0x8f1bbcdc;
+
+        } else {
+            f = b ^ c ^ d;
+            k = 0xca62c1d6;
+        }
+
+        t = PROBE_ROL(a, 5) + f + e + k + w[i];
+        e = d;
+        d = c;
+        c = PROBE_ROL(b, 30);
+        b = a;
+        a = t;
+    }
+
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+}
+
+
+void
+probe_sha1(const u_char *data, size_t len, u_char out[20])
+{
+    int       i;
+    size_t    n;
+    u_char    block[64];
+    uint32_t  h[5] = {
+        0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0
+    };
+    uint64_t  bits;
+
+    bits = (uint64_t) len * 8;
+
+    for (n = 0; len - n >= 64; n += 64) {
+        probe_sha1_block(h, data + n);
+    }
+
+    memset(block, 0, sizeof(block));
+    memcpy(block, data + n, len - n);
+    block[len - n] = 0x80;
+
+    if (len - n >= 56) {
+        probe_sha1_block(h, block);
+        memset(block, 0, sizeof(block));
+    }
+
+    for (i = 0; i < 8; i++) {
+        block[63 - i] = (u_char) (bits >> (8 * i));
+    }
+
+    probe_sha1_block(h, block);
+
+    for (i = 0; i < 20; i++) {
+        out[i] = (u_char) (h[i / 4] >> (24 - 8 * (i % 4)));
+    }
+}
+
+
+/* base64 of [src, src + len) into dst, NUL-terminated; returns its length */
+
+size_t
+probe_base64(const u_char *src, size_t len, char *dst)
+{
+    size_t       i, n;
+    uint32_t     v;
+    static const char  tab[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+    n = 0;
+
+    for (i = 0; i + 2 < len; i += 3) {
+        v = (uint32_t) src[i] << 16 | (uint32_t) src[i + 1] << 8 | src[i + 2];
+        dst[n++] = tab[v >> 18];
+        dst[n++] = tab[(v >> 12) & 63];
+        dst[n++] = tab[(v >> 6) & 63];
+        dst[n++] = tab[v & 63];
+    }
+
+    if (i < len) {
+        v = (uint32_t) src[i] << 16
+            | (i + 1 < len ? (uint32_t) src[i + 1] << 8 : 0);
+        dst[n++] = tab[v >> 18];
+        dst[n++] = tab[(v >> 12) & 63];
+        dst[n++] = i + 1 < len ? tab[(v >> 6) & 63] : '=';
+        dst[n++] = '=';
+    }
+
+    dst[n] = '\0';
+
+    return n;
+}
+
+
+/* Sec-WebSocket-Accept of a key (RFC 6455, 4.2.2): 28 chars and a NUL */
+
+void
+probe_ws_accept(const u_char *key, size_t len, char out[PROBE_WS_ACCEPT_LEN])
+{
+    u_char         buf[128 + 36], digest[20];
+    static const char  guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+    if (len > 128) {
+        len = 128;
+    }
+
+    memcpy(buf, key, len);
+    memcpy(buf + len, guid, sizeof(guid) - 1);
+    probe_sha1(buf, len + sizeof(guid) - 1, digest);
+    (void) probe_base64(digest, sizeof(digest), out);
 }

@@ -53,12 +53,26 @@ int probe_nonblock(int fd);
 
 /* HTTP/1 head helpers shared by the client and the origin: is the header
  * line [line, colon) named name (caseless)? does [v, eol) hold token? */
-int probe_h1_header_is(u_char *line, u_char *colon, const char *name);
+#define probe_h1_header(line, colon, name)                                  \
+    probe_h1_header_is(line, colon, name, sizeof(name) - 1)
+int probe_h1_header_is(u_char *line, u_char *colon, const char *name,
+    size_t len);
+u_char *probe_crlf(u_char *p, size_t len);
+u_char *probe_head_end(u_char *p, size_t len);
 int probe_h1_value_has(u_char *v, u_char *eol, const char *token);
 int probe_parse_addr(const char *text, struct sockaddr_storage *ss,
     socklen_t *len, char *host, size_t hostlen, int *port);
 
+/* WebSocket handshake: SHA-1, base64, and Sec-WebSocket-Accept of a key */
+#define PROBE_WS_ACCEPT_LEN  29
+
+void probe_sha1(const u_char *data, size_t len, u_char out[20]);
+size_t probe_base64(const u_char *src, size_t len, char *dst);
+void probe_ws_accept(const u_char *key, size_t len,
+    char out[PROBE_WS_ACCEPT_LEN]);
+
 int probe_client_main(int argc, char **argv);
+int probe_hold_main(int argc, char **argv);
 int probe_origin_main(int argc, char **argv);
 
 

@@ -6,8 +6,13 @@
  * -r, when the next slot of the overall rate comes and it is idle).
  *
  * Two layers keep protocols apart: probe_io_t moves bytes (plain TCP or
- * TLS) and probe_proto_t speaks a protocol over it (HTTP/1.1 now; HTTP/2
- * and HTTP/3 add their own probe_proto_t, and HTTP/3 its own io).
+ * TLS) and probe_proto_t speaks a protocol over it (HTTP/1.1, and
+ * WebSocket after an HTTP/1.1 upgrade, where one request is one echoed
+ * frame; HTTP/2 and HTTP/3 add their own probe_proto_t, and HTTP/3 its own
+ * io).
+ *
+ * `weir-probe hold` reuses the same connections to open many keep-alive
+ * connections, make one request on each and keep them idle.
  */
 
 #include "weir_config.h"
@@ -26,8 +31,11 @@
 #define PROBE_OK       0
 #define PROBE_ERROR   -1
 #define PROBE_AGAIN   -2
+#define PROBE_STATUS  -3    /* a response with an unwanted status */
 
 #define PROBE_BUF_SIZE     16384
+#define PROBE_HOLD_BUF     4096
+#define PROBE_HOLD_BURST   200
 #define PROBE_MAX_URLS     64
 #define PROBE_MAX_HEADERS  16
 
@@ -47,6 +55,8 @@
 #define PROBE_P_TRAILER    5
 #define PROBE_P_EOF        6
 #define PROBE_P_DONE       7
+#define PROBE_P_WS_HEAD    8
+#define PROBE_P_WS_DATA    9
 
 
 typedef struct probe_conn_s  probe_conn_t;
@@ -79,12 +89,16 @@ typedef struct {
 
 typedef struct {
     char                      text[512];
-    char                      host[256];     /* Host: and SNI */
+    char                      host[256];     /* Host: (with the port) */
+    char                      sni[256];      /* a name, never an address */
     struct sockaddr_storage   addr;
     socklen_t                 addrlen;
     unsigned                  tls:1;
-    u_char                   *request;
+    u_char                   *request;       /* or the WebSocket frame */
     size_t                    request_len;
+    u_char                   *upgrade;       /* the WebSocket handshake */
+    size_t                    upgrade_len;
+    char                      accept[PROBE_WS_ACCEPT_LEN];
 } probe_url_t;
 
 
@@ -97,6 +111,11 @@ struct probe_conn_s {
     const probe_proto_t *proto;
     void                *ssl;
     probe_conn_t        *next_idle;
+    probe_conn_t        *pause_prev;     /* the queue of paused readers */
+    probe_conn_t        *pause_next;
+    uint64_t             pause_until;
+    size_t               pause_count;    /* read since the last pause */
+    uint64_t             ws_total;       /* payload of the echoed message */
 
     uint64_t             start;
     uint64_t             deadline;
@@ -114,6 +133,11 @@ struct probe_conn_s {
     unsigned             request_done:1;
     unsigned             response_done:1;
     unsigned             close_after:1;
+    unsigned             upgraded:1;     /* the WebSocket handshake done */
+    unsigned             ws_fin:1;
+    unsigned             ws_data:1;
+    unsigned             paused:1;
+    unsigned             pause_hit:1;
 };
 
 
@@ -141,7 +165,12 @@ typedef struct {
     unsigned       csv:1;
     unsigned       csv_header:1;
     unsigned       post:1;
+    unsigned       ws:1;
     size_t         body;
+    size_t         ws_bytes;
+    size_t         pause_bytes;
+    uint64_t       pause_ns;
+    int            rcvbuf;
     int            nurls;
     probe_url_t    urls[PROBE_MAX_URLS];
     int            nheaders;
@@ -155,6 +184,10 @@ static void probe_client_usage(void);
 static int probe_parse_url(probe_client_conf_t *cf, const char *text,
     probe_url_t *u);
 static int probe_build_request(probe_client_conf_t *cf, probe_url_t *u);
+static int probe_build_ws(probe_client_conf_t *cf, probe_url_t *u);
+static void probe_pause(probe_conn_t *c);
+static void probe_unpause(probe_conn_t *c);
+static ssize_t probe_recv(probe_conn_t *c);
 static void probe_prepare(probe_conn_t *c, uint64_t start);
 static void probe_start_request(probe_conn_t *c, uint64_t start);
 static void probe_handle(probe_conn_t *c);
@@ -167,10 +200,16 @@ static void probe_report(probe_client_conf_t *cf, probe_stats_t *st,
 
 static int probe_h1_connect(probe_conn_t *c);
 static int probe_h1_write_request(probe_conn_t *c);
+static int probe_send_all(probe_conn_t *c, const u_char *data, size_t len);
 static int probe_h1_read_response(probe_conn_t *c);
 static int probe_h1_parse(probe_conn_t *c);
 static int probe_h1_parse_head(probe_conn_t *c, u_char *p, u_char *end);
 static void probe_h1_close(probe_conn_t *c);
+
+static int probe_ws_write_request(probe_conn_t *c);
+static int probe_ws_read_response(probe_conn_t *c);
+static int probe_ws_parse_upgrade(probe_conn_t *c);
+static int probe_ws_parse(probe_conn_t *c);
 
 static ssize_t probe_plain_recv(probe_conn_t *c, u_char *buf, size_t size);
 static ssize_t probe_plain_send(probe_conn_t *c, const u_char *buf,
@@ -216,6 +255,15 @@ static const probe_proto_t  probe_h1_proto = {
     probe_h1_close
 };
 
+/* WebSocket: an HTTP/1.1 upgrade, then one request = one echoed frame */
+static const probe_proto_t  probe_ws_proto = {
+    "websocket",
+    probe_h1_connect,
+    probe_ws_write_request,
+    probe_ws_read_response,
+    probe_h1_close
+};
+
 
 /* the run's state: one loop, one thread */
 static probe_client_conf_t    probe_conf;
@@ -225,7 +273,16 @@ static uint64_t               probe_measure_from;
 static uint64_t               probe_timeout_ns;
 static uint64_t               probe_next_url;
 static probe_conn_t          *probe_idle_list;
+static probe_conn_t          *probe_pause_head;  /* by pause_until: */
+static probe_conn_t          *probe_pause_tail;  /* all pauses are equal */
+static size_t                 probe_buf_size = PROBE_BUF_SIZE;
 static volatile sig_atomic_t  probe_stop;
+
+/* hold: connections settled so far */
+static unsigned               probe_hold;
+static uint64_t               probe_hold_idle;
+static uint64_t               probe_hold_failed;
+static uint64_t               probe_hold_closed;
 
 
 static void
@@ -244,6 +301,7 @@ probe_client_main(int argc, char **argv)
     uint64_t             now, t0, end, next_slot, interval, last_check;
     uint64_t             wait;
     probe_conn_t        *conns, *c;
+    struct rlimit        rl;
     struct rusage        ru0, ru1;
     struct sigaction     sa;
     struct epoll_event   events[256];
@@ -256,8 +314,22 @@ probe_client_main(int argc, char **argv)
         return rc == PROBE_AGAIN ? 0 : 2;
     }
 
+    /* main() raised the soft limit to the hard one already */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0
+        && rl.rlim_cur != RLIM_INFINITY
+        && rl.rlim_cur < (rlim_t) cf->connections + 32)
+    {
+        fprintf(stderr, "weir-probe: %d connections need %d open files, "
+                "the limit (RLIMIT_NOFILE, soft and hard) is %llu: raise "
+                "it (ulimit -n)\n", cf->connections, cf->connections + 32,
+                (unsigned long long) rl.rlim_cur);
+        return 2;
+    }
+
     for (i = 0; i < cf->nurls; i++) {
-        if (probe_build_request(cf, &cf->urls[i]) != PROBE_OK) {
+        if (probe_build_request(cf, &cf->urls[i]) != PROBE_OK
+            || (cf->ws && probe_build_ws(cf, &cf->urls[i]) != PROBE_OK))
+        {
             fprintf(stderr, "weir-probe: out of memory\n");
             return 2;
         }
@@ -312,8 +384,8 @@ probe_client_main(int argc, char **argv)
     for (i = 0; i < cf->connections; i++) {
         c = &conns[i];
         c->fd = -1;
-        c->proto = &probe_h1_proto;
-        c->buf = malloc(PROBE_BUF_SIZE);
+        c->proto = cf->ws ? &probe_ws_proto : &probe_h1_proto;
+        c->buf = malloc(probe_buf_size);
         if (c->buf == NULL) {
             fprintf(stderr, "weir-probe: out of memory\n");
             return 2;
@@ -362,6 +434,15 @@ probe_client_main(int argc, char **argv)
             }
         }
 
+        if (probe_pause_head != NULL) {
+            if (probe_pause_head->pause_until <= now) {
+                wait = 0;
+
+            } else if (probe_pause_head->pause_until - now < wait) {
+                wait = probe_pause_head->pause_until - now;
+            }
+        }
+
         n = epoll_wait(probe_ep, events, 256,
                        (int) ((wait + PROBE_NS_PER_MS - 1) / PROBE_NS_PER_MS));
 
@@ -379,6 +460,14 @@ probe_client_main(int argc, char **argv)
         }
 
         now = probe_now();
+
+        while (probe_pause_head != NULL
+               && probe_pause_head->pause_until <= now)
+        {
+            c = probe_pause_head;
+            probe_unpause(c);
+            probe_handle(c);
+        }
 
         if (now - last_check >= 10 * PROBE_NS_PER_MS) {
             last_check = now;
@@ -448,7 +537,13 @@ probe_client_usage(void)
 "  -T SECONDS      timeout of one request (default 10)\n"
 "  --new-conn      a new connection per request (Connection: close)\n"
 "  --csv           print one CSV line instead of the text report\n"
-"  --csv-header    print the CSV header line, then the CSV line\n");
+"  --csv-header    print the CSV header line, then the CSV line\n"
+"  --ws BYTES      WebSocket: upgrade each connection, then echo one\n"
+"                  masked binary frame of BYTES at a time (a request)\n"
+"  --read-pause BYTES:MS\n"
+"                  a slow reader: after every BYTES of a response,\n"
+"                  read nothing on that connection for MS milliseconds\n"
+"  --rcvbuf BYTES  SO_RCVBUF of the client's sockets\n");
 }
 
 
@@ -478,12 +573,16 @@ static int
 probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
 {
     int      ch;
+    char    *colon;
     double   v;
 
     static struct option  longopts[] = {
         { "new-conn",   no_argument, NULL, 'N' },
         { "csv",        no_argument, NULL, 'C' },
         { "csv-header", no_argument, NULL, 'E' },
+        { "ws",         required_argument, NULL, 'W' },
+        { "read-pause", required_argument, NULL, 'P' },
+        { "rcvbuf",     required_argument, NULL, 'R' },
         { "help",       no_argument, NULL, 'h' },
         { NULL,         0,           NULL, 0 }
     };
@@ -598,6 +697,44 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
             cf->csv_header = 1;
             break;
 
+        case 'W':
+            if (probe_num("--ws", optarg, 0, 1 << 30, &v) != PROBE_OK) {
+                return PROBE_ERROR;
+            }
+            cf->ws = 1;
+            cf->ws_bytes = (size_t) v;
+            break;
+
+        case 'P':
+            colon = strchr(optarg, ':');
+            if (colon == NULL) {
+                fprintf(stderr, "weir-probe: --read-pause needs BYTES:MS\n");
+                return PROBE_ERROR;
+            }
+
+            *colon = '\0';
+            if (probe_num("--read-pause", optarg, 1, 1 << 30, &v)
+                != PROBE_OK)
+            {
+                return PROBE_ERROR;
+            }
+            cf->pause_bytes = (size_t) v;
+
+            if (probe_num("--read-pause", colon + 1, 0, 3600000, &v)
+                != PROBE_OK)
+            {
+                return PROBE_ERROR;
+            }
+            cf->pause_ns = (uint64_t) (v * PROBE_NS_PER_MS);
+            break;
+
+        case 'R':
+            if (probe_num("--rcvbuf", optarg, 1, INT_MAX, &v) != PROBE_OK) {
+                return PROBE_ERROR;
+            }
+            cf->rcvbuf = (int) v;
+            break;
+
         case 'h':
             probe_client_usage();
             return PROBE_AGAIN;
@@ -611,6 +748,12 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
     if (optind != argc) {
         fprintf(stderr, "weir-probe: unexpected argument \"%s\"\n",
                 argv[optind]);
+        return PROBE_ERROR;
+    }
+
+    if (cf->ws && (cf->post || cf->new_conn)) {
+        fprintf(stderr, "weir-probe: --ws takes neither -m POST nor "
+                "--new-conn\n");
         return PROBE_ERROR;
     }
 
@@ -695,6 +838,11 @@ probe_parse_url(probe_client_conf_t *cf, const char *text, probe_url_t *u)
     memcpy(host, h, len);
     host[len] = '\0';
 
+    /* SNI is the host name alone: no port, no address literal */
+    if (u->host[0] != '[' && inet_addr(host) == INADDR_NONE) {
+        strcpy(u->sni, host);
+    }
+
     if (he != NULL && *he == ':') {
         if (strlen(he + 1) == 0 || strlen(he + 1) >= sizeof(port)
             || strspn(he + 1, "0123456789") != strlen(he + 1))
@@ -745,7 +893,7 @@ probe_build_request(probe_client_conf_t *cf, probe_url_t *u)
 
     path = (char *) u->request;
 
-    size = 256 + strlen(path) + strlen(u->host) + cf->body;
+    size = 384 + strlen(path) + strlen(u->host) + cf->body;
     for (i = 0; i < cf->nheaders; i++) {
         size += strlen(cf->headers[i]) + 2;
     }
@@ -760,6 +908,18 @@ probe_build_request(probe_client_conf_t *cf, probe_url_t *u)
                              "User-Agent: weir-probe\r\n%s",
                              cf->post ? "POST" : "GET", path, u->host,
                              cf->new_conn ? "Connection: close\r\n" : "");
+
+    if (cf->ws) {
+        hlen += (size_t) snprintf((char *) p + hlen, size - hlen,
+                                  "Upgrade: websocket\r\n"
+                                  "Connection: Upgrade\r\n"
+                                  "Sec-WebSocket-Version: 13\r\n"
+                                  "Sec-WebSocket-Key: ");
+        /* the key is 24 characters, filled in by probe_build_ws() */
+        memset(p + hlen, 'A', 24);
+        hlen += 24;
+        hlen += (size_t) snprintf((char *) p + hlen, size - hlen, "\r\n");
+    }
 
     for (i = 0; i < cf->nheaders; i++) {
         hlen += (size_t) snprintf((char *) p + hlen, size - hlen, "%s\r\n",
@@ -782,6 +942,173 @@ probe_build_request(probe_client_conf_t *cf, probe_url_t *u)
     u->request_len = hlen + cf->body;
 
     return PROBE_OK;
+}
+
+
+/*
+ * The WebSocket handshake (the request built above, with a random key)
+ * and the one frame every round trip sends: binary, FIN, masked with a
+ * key drawn once per URL (a server cannot tell, and no byte is masked
+ * again per request).
+ */
+
+static int
+probe_build_ws(probe_client_conf_t *cf, probe_url_t *u)
+{
+    int        i;
+    char       key[32];
+    u_char    *p, *f, rnd[16], mask[4];
+    size_t     hlen, k;
+    uint64_t   x;
+
+    x = probe_now() ^ ((uint64_t) getpid() << 32) ^ (uintptr_t) u;
+
+    for (i = 0; i < 20; i++) {
+        /* xorshift64: a nonce, not a secret */
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+
+        if (i < 16) {
+            rnd[i] = (u_char) (x >> 24);
+
+        } else {
+            mask[i - 16] = (u_char) (x >> 24);
+        }
+    }
+
+    (void) probe_base64(rnd, sizeof(rnd), key);
+    probe_ws_accept((u_char *) key, 24, u->accept);
+
+    u->upgrade = u->request;
+    u->upgrade_len = u->request_len;
+
+    p = (u_char *) strstr((char *) u->upgrade, "Sec-WebSocket-Key: ");
+    if (p == NULL) {
+        return PROBE_ERROR;
+    }
+
+    memcpy(p + 19, key, 24);
+
+    f = malloc(14 + cf->ws_bytes);
+    if (f == NULL) {
+        return PROBE_ERROR;
+    }
+
+    f[0] = 0x82;
+
+    if (cf->ws_bytes < 126) {
+        f[1] = (u_char) (0x80 | cf->ws_bytes);
+        hlen = 2;
+
+    } else if (cf->ws_bytes < 65536) {
+        f[1] = 0x80 | 126;
+        f[2] = (u_char) (cf->ws_bytes >> 8);
+        f[3] = (u_char) cf->ws_bytes;
+        hlen = 4;
+
+    } else {
+        f[1] = 0x80 | 127;
+        for (i = 0; i < 8; i++) {
+            f[2 + i] = (u_char) ((uint64_t) cf->ws_bytes >> (56 - 8 * i));
+        }
+        hlen = 10;
+    }
+
+    memcpy(f + hlen, mask, 4);
+    hlen += 4;
+
+    for (k = 0; k < cf->ws_bytes; k++) {
+        f[hlen + k] = (u_char) ('a' + k % 26) ^ mask[k & 3];
+    }
+
+    u->request = f;
+    u->request_len = hlen + cf->ws_bytes;
+
+    return PROBE_OK;
+}
+
+
+/* --read-pause: a FIFO keeps the order of pause_until, all pauses equal */
+
+static void
+probe_pause(probe_conn_t *c)
+{
+    c->paused = 1;
+    c->pause_until = probe_now() + probe_conf.pause_ns;
+    c->pause_next = NULL;
+    c->pause_prev = probe_pause_tail;
+
+    if (probe_pause_tail != NULL) {
+        probe_pause_tail->pause_next = c;
+
+    } else {
+        probe_pause_head = c;
+    }
+
+    probe_pause_tail = c;
+}
+
+
+static void
+probe_unpause(probe_conn_t *c)
+{
+    if (c->pause_prev != NULL) {
+        c->pause_prev->pause_next = c->pause_next;
+
+    } else {
+        probe_pause_head = c->pause_next;
+    }
+
+    if (c->pause_next != NULL) {
+        c->pause_next->pause_prev = c->pause_prev;
+
+    } else {
+        probe_pause_tail = c->pause_prev;
+    }
+
+    c->pause_prev = NULL;
+    c->pause_next = NULL;
+    c->paused = 0;
+}
+
+
+/*
+ * One read into c->buf[last, ...): at most up to the next --read-pause
+ * mark, which sets pause_hit; returns as io->recv does.
+ */
+
+static ssize_t
+probe_recv(probe_conn_t *c)
+{
+    size_t   size;
+    ssize_t  n;
+
+    size = probe_buf_size - c->last;
+
+    if (probe_conf.pause_bytes
+        && size > probe_conf.pause_bytes - c->pause_count)
+    {
+        size = probe_conf.pause_bytes - c->pause_count;
+    }
+
+    n = c->io->recv(c, c->buf + c->last, size);
+
+    if (n > 0) {
+        c->last += (size_t) n;
+        c->bytes_in += (uint64_t) n;
+
+        if (probe_conf.pause_bytes) {
+            c->pause_count += (size_t) n;
+
+            if (c->pause_count >= probe_conf.pause_bytes) {
+                c->pause_count = 0;
+                c->pause_hit = 1;
+            }
+        }
+    }
+
+    return n;
 }
 
 
@@ -810,14 +1137,18 @@ probe_prepare(probe_conn_t *c, uint64_t start)
     c->bytes_in = 0;
     c->pos = 0;
     c->last = 0;
-    c->pstate = PROBE_P_HEAD;
+    c->pstate = c->upgraded ? PROBE_P_WS_HEAD : PROBE_P_HEAD;
     c->status = 0;
+    c->ws_total = 0;
+    c->pause_count = 0;
+    c->pause_hit = 0;
     c->request_done = 0;
     c->response_done = 0;
     c->close_after = 0;
 
     if (c->fd != -1
-        && (c->conn_url->addrlen != u->addrlen
+        && ((probe_conf.ws && c->conn_url != u)
+            || c->conn_url->addrlen != u->addrlen
             || memcmp(&c->conn_url->addr, &u->addr, u->addrlen) != 0
             || c->conn_url->tls != u->tls))
     {
@@ -931,6 +1262,13 @@ probe_handle(probe_conn_t *c)
                     return;
                 }
 
+                if (rc == PROBE_STATUS) {
+                    probe_fail(c, &probe_stats.status[
+                                   c->status / 100 == 4 ? 4
+                                   : c->status / 100 == 5 ? 5 : 0]);
+                    return;
+                }
+
                 if (rc == PROBE_OK) {
                     c->response_done = 1;
                 }
@@ -952,6 +1290,12 @@ probe_handle(probe_conn_t *c)
             n = c->io->recv(c, &byte, 1);
             if (n != PROBE_AGAIN) {
                 probe_close(c);
+
+                if (probe_hold) {
+                    probe_hold_closed++;
+                    c->state = PROBE_CLOSED;
+                    c->deadline = UINT64_MAX;
+                }
             }
 
             return;
@@ -983,6 +1327,25 @@ probe_finish(probe_conn_t *c)
         probe_stats.bytes_out += c->url->request_len;
         probe_stats.status[c->status / 100 < 6 ? c->status / 100 : 0]++;
         probe_hist_record(&probe_stats.hist, now - c->start);
+    }
+
+    if (probe_hold) {
+        /* one request, then the connection stays open and idle */
+        c->deadline = UINT64_MAX;
+
+        if (c->close_after || c->status >= 400) {
+            probe_close(c);
+            probe_hold_failed++;
+            return 0;
+        }
+
+        /* an idle connection reads one byte, never into the buffer */
+        free(c->buf);
+        c->buf = NULL;
+
+        c->state = PROBE_WAITING;
+        probe_hold_idle++;
+        return 0;
     }
 
     if (c->close_after || probe_conf.new_conn) {
@@ -1017,6 +1380,13 @@ probe_fail(probe_conn_t *c, uint64_t *counter)
 
     probe_close(c);
 
+    if (probe_hold) {
+        /* no retry: the connection is given up */
+        c->deadline = UINT64_MAX;
+        probe_hold_failed++;
+        return;
+    }
+
     if (probe_conf.rate > 0) {
         probe_idle(c);
         return;
@@ -1039,6 +1409,11 @@ probe_close(probe_conn_t *c)
         c->proto->close(c);
     }
 
+    if (c->paused) {
+        probe_unpause(c);
+    }
+
+    c->upgraded = 0;
     c->state = PROBE_CLOSED;
 }
 
@@ -1060,7 +1435,14 @@ probe_h1_connect(probe_conn_t *c)
     one = 1;
     (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
+    if (probe_conf.rcvbuf) {
+        /* before connect(): the window is scaled from it */
+        (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &probe_conf.rcvbuf,
+                          sizeof(probe_conf.rcvbuf));
+    }
+
     c->fd = fd;
+    c->upgraded = 0;
     c->conn_url = c->url;
     c->io = &probe_plain_io;
 
@@ -1092,11 +1474,19 @@ probe_h1_connect(probe_conn_t *c)
 static int
 probe_h1_write_request(probe_conn_t *c)
 {
+    return probe_send_all(c, c->url->request, c->url->request_len);
+}
+
+
+/* sends data[c->sent .. len - 1]: PROBE_OK when all of it went */
+
+static int
+probe_send_all(probe_conn_t *c, const u_char *data, size_t len)
+{
     ssize_t  n;
 
-    while (c->sent < c->url->request_len) {
-        n = c->io->send(c, c->url->request + c->sent,
-                        c->url->request_len - c->sent);
+    while (c->sent < len) {
+        n = c->io->send(c, data + c->sent, len - c->sent);
 
         if (n == PROBE_AGAIN) {
             return PROBE_AGAIN;
@@ -1113,11 +1503,20 @@ probe_h1_write_request(probe_conn_t *c)
 }
 
 
+/*
+ * Reads and parses until the response is complete (PROBE_OK), a read
+ * would block or a --read-pause starts (PROBE_AGAIN), or it fails.
+ */
+
 static int
-probe_h1_read_response(probe_conn_t *c)
+probe_read(probe_conn_t *c, int (*parse)(probe_conn_t *c))
 {
     int      rc;
     ssize_t  n;
+
+    if (c->paused) {
+        return PROBE_AGAIN;
+    }
 
     for ( ;; ) {
         if (c->pos == c->last) {
@@ -1126,13 +1525,19 @@ probe_h1_read_response(probe_conn_t *c)
         }
 
         if (c->last > c->pos || c->pstate == PROBE_P_DONE) {
-            rc = probe_h1_parse(c);
+            rc = parse(c);
             if (rc != PROBE_AGAIN) {
                 return rc;
             }
         }
 
-        if (c->last == PROBE_BUF_SIZE) {
+        if (c->pause_hit) {
+            c->pause_hit = 0;
+            probe_pause(c);
+            return PROBE_AGAIN;
+        }
+
+        if (c->last == probe_buf_size) {
             if (c->pos == 0) {
                 return PROBE_ERROR;         /* a line too long */
             }
@@ -1142,7 +1547,7 @@ probe_h1_read_response(probe_conn_t *c)
             c->pos = 0;
         }
 
-        n = c->io->recv(c, c->buf + c->last, PROBE_BUF_SIZE - c->last);
+        n = probe_recv(c);
 
         if (n == PROBE_AGAIN) {
             return PROBE_AGAIN;
@@ -1161,10 +1566,14 @@ probe_h1_read_response(probe_conn_t *c)
         if (n < 0) {
             return PROBE_ERROR;
         }
-
-        c->last += (size_t) n;
-        c->bytes_in += (uint64_t) n;
     }
+}
+
+
+static int
+probe_h1_read_response(probe_conn_t *c)
+{
+    return probe_read(c, probe_h1_parse);
 }
 
 
@@ -1187,7 +1596,7 @@ probe_h1_parse(probe_conn_t *c)
         switch (c->pstate) {
 
         case PROBE_P_HEAD:
-            eol = memmem(p, avail, "\r\n\r\n", 4);
+            eol = probe_head_end(p, avail);
             if (eol == NULL) {
                 return PROBE_AGAIN;
             }
@@ -1213,7 +1622,7 @@ probe_h1_parse(probe_conn_t *c)
             return PROBE_AGAIN;
 
         case PROBE_P_CHUNK:
-            eol = memmem(p, avail, "\r\n", 2);
+            eol = probe_crlf(p, avail);
             if (eol == NULL) {
                 return PROBE_AGAIN;
             }
@@ -1273,7 +1682,7 @@ probe_h1_parse(probe_conn_t *c)
             break;
 
         case PROBE_P_TRAILER:
-            eol = memmem(p, avail, "\r\n", 2);
+            eol = probe_crlf(p, avail);
             if (eol == NULL) {
                 return PROBE_AGAIN;
             }
@@ -1327,10 +1736,10 @@ probe_h1_parse_head(probe_conn_t *c, u_char *p, u_char *end)
     has_length = 0;
     length = 0;
 
-    eol = memmem(p, (size_t) (end - p), "\r\n", 2);
+    eol = probe_crlf(p, (size_t) (end - p));
 
     for (p = eol + 2; p < end - 2; p = eol + 2) {
-        eol = memmem(p, (size_t) (end - p), "\r\n", 2);
+        eol = probe_crlf(p, (size_t) (end - p));
 
         colon = memchr(p, ':', (size_t) (eol - p));
         if (colon == NULL) {
@@ -1341,7 +1750,7 @@ probe_h1_parse_head(probe_conn_t *c, u_char *p, u_char *end)
             /* void */
         }
 
-        if (probe_h1_header_is(p, colon, "content-length")) {
+        if (probe_h1_header(p, colon, "content-length")) {
             errno = 0;
             length = strtoll((char *) v, &e, 10);
             if (errno || (u_char *) e == v || length < 0) {
@@ -1349,10 +1758,10 @@ probe_h1_parse_head(probe_conn_t *c, u_char *p, u_char *end)
             }
             has_length = 1;
 
-        } else if (probe_h1_header_is(p, colon, "transfer-encoding")) {
+        } else if (probe_h1_header(p, colon, "transfer-encoding")) {
             chunked = probe_h1_value_has(v, eol, "chunked");
 
-        } else if (probe_h1_header_is(p, colon, "connection")) {
+        } else if (probe_h1_header(p, colon, "connection")) {
             close = probe_h1_value_has(v, eol, "close");
             keepalive = probe_h1_value_has(v, eol, "keep-alive");
         }
@@ -1392,6 +1801,220 @@ probe_h1_close(probe_conn_t *c)
 {
     c->io->close(c);
     c->fd = -1;
+}
+
+
+/* WebSocket */
+
+static int
+probe_ws_write_request(probe_conn_t *c)
+{
+    if (c->upgraded) {
+        return probe_send_all(c, c->url->request, c->url->request_len);
+    }
+
+    return probe_send_all(c, c->url->upgrade, c->url->upgrade_len);
+}
+
+
+static int
+probe_ws_parse_any(probe_conn_t *c)
+{
+    return c->upgraded ? probe_ws_parse(c) : probe_ws_parse_upgrade(c);
+}
+
+
+static int
+probe_ws_read_response(probe_conn_t *c)
+{
+    return probe_read(c, probe_ws_parse_any);
+}
+
+
+/*
+ * The answer to the upgrade: 101 with the right Sec-WebSocket-Accept,
+ * then the first frame goes out at once; PROBE_STATUS on another status.
+ */
+
+static int
+probe_ws_parse_upgrade(probe_conn_t *c)
+{
+    int       rc, accepted;
+    u_char   *p, *end, *eol, *colon, *v, *e;
+
+    p = c->buf + c->pos;
+
+    end = probe_head_end(p, c->last - c->pos);
+    if (end == NULL) {
+        return PROBE_AGAIN;
+    }
+
+    end += 4;
+
+    if (end - p < 12 || memcmp(p, "HTTP/1.", 7) != 0 || p[8] != ' '
+        || p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9'
+        || p[11] < '0' || p[11] > '9')
+    {
+        return PROBE_ERROR;
+    }
+
+    c->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+
+    if (c->status != 101) {
+        return PROBE_STATUS;
+    }
+
+    accepted = 0;
+    eol = probe_crlf(p, (size_t) (end - p));
+
+    for (p = eol + 2; p < end - 2; p = eol + 2) {
+        eol = probe_crlf(p, (size_t) (end - p));
+
+        colon = memchr(p, ':', (size_t) (eol - p));
+        if (colon == NULL) {
+            return PROBE_ERROR;
+        }
+
+        if (!probe_h1_header(p, colon, "sec-websocket-accept")) {
+            continue;
+        }
+
+        for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++) {
+            /* void */
+        }
+
+        for (e = eol; e > v && (e[-1] == ' ' || e[-1] == '\t'); e--) {
+            /* void */
+        }
+
+        accepted = e - v == PROBE_WS_ACCEPT_LEN - 1
+                   && memcmp(v, c->url->accept, PROBE_WS_ACCEPT_LEN - 1) == 0;
+    }
+
+    if (!accepted) {
+        return PROBE_ERROR;
+    }
+
+    c->pos += (size_t) (end - (c->buf + c->pos));
+    c->upgraded = 1;
+    c->pstate = PROBE_P_WS_HEAD;
+    c->ws_total = 0;
+    c->bytes_in = 0;
+    c->pause_count = 0;
+    c->pause_hit = 0;
+    c->request_done = 0;
+    c->sent = 0;
+
+    if (probe_conf.rate == 0) {
+        /* a round trip's latency leaves the handshake out */
+        c->start = probe_now();
+    }
+
+    rc = probe_ws_write_request(c);
+
+    if (rc == PROBE_ERROR) {
+        return PROBE_ERROR;
+    }
+
+    c->request_done = rc == PROBE_OK;
+
+    return PROBE_AGAIN;
+}
+
+
+/* the echoed message: data frames up to FIN; pings and pongs are skipped */
+
+static int
+probe_ws_parse(probe_conn_t *c)
+{
+    int        i;
+    u_char    *p, op;
+    size_t     avail, hlen, take;
+    uint64_t   len;
+
+    for ( ;; ) {
+        p = c->buf + c->pos;
+        avail = c->last - c->pos;
+
+        switch (c->pstate) {
+
+        case PROBE_P_WS_HEAD:
+            if (avail < 2) {
+                return PROBE_AGAIN;
+            }
+
+            if (p[1] & 0x80 || (p[0] & 0x70) != 0) {
+                return PROBE_ERROR;     /* a server never masks */
+            }
+
+            len = p[1] & 0x7f;
+            hlen = len == 126 ? 4 : len == 127 ? 10 : 2;
+
+            if (avail < hlen) {
+                return PROBE_AGAIN;
+            }
+
+            if (len == 126) {
+                len = (uint64_t) p[2] << 8 | p[3];
+
+            } else if (len == 127) {
+                len = 0;
+                for (i = 0; i < 8; i++) {
+                    len = len << 8 | p[2 + i];
+                }
+            }
+
+            op = p[0] & 0x0f;
+
+            if (op == 8 || (op > 2 && op < 9) || op > 10
+                || len > ((uint64_t) 1 << 48))
+            {
+                return PROBE_ERROR;     /* a close, or nonsense */
+            }
+
+            c->ws_data = op <= 2;
+
+            if (c->ws_data) {
+                c->ws_fin = (p[0] & 0x80) != 0;
+                c->ws_total += len;
+            }
+
+            c->rest = (int64_t) len;
+            c->pos += hlen;
+            c->pstate = PROBE_P_WS_DATA;
+            break;
+
+        case PROBE_P_WS_DATA:
+            take = (int64_t) avail < c->rest ? avail : (size_t) c->rest;
+            c->pos += take;
+            c->rest -= (int64_t) take;
+
+            if (c->rest > 0) {
+                return PROBE_AGAIN;
+            }
+
+            c->pstate = PROBE_P_WS_HEAD;
+
+            if (c->ws_data && c->ws_fin) {
+                if (c->ws_total != probe_conf.ws_bytes) {
+                    return PROBE_ERROR;
+                }
+
+                /* a round trip counts as a 2xx */
+                c->status = 200;
+                c->pstate = PROBE_P_DONE;
+            }
+
+            break;
+
+        default: /* PROBE_P_DONE */
+            if (c->pos != c->last) {
+                return PROBE_ERROR;
+            }
+
+            return PROBE_OK;
+        }
+    }
 }
 
 
@@ -1497,9 +2120,8 @@ probe_tls_handshake(probe_conn_t *c)
 
         SSL_set_connect_state(ssl);
 
-        if (c->url->host[0] != '[' && inet_addr(c->url->host) == INADDR_NONE)
-        {
-            (void) SSL_set_tlsext_host_name(ssl, c->url->host);
+        if (c->url->sni[0] != '\0') {
+            (void) SSL_set_tlsext_host_name(ssl, c->url->sni);
         }
     }
 
@@ -1604,10 +2226,14 @@ static void
 probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
     double cpu_user, double cpu_sys)
 {
-    int        i;
-    char       t[6][32];
-    double     rps;
-    uint64_t   errors, v[6];
+    int          i;
+    char         t[6][32];
+    double       rps, cpu_pct;
+    uint64_t     errors, v[6];
+    const char  *mode;
+
+    mode = cf->ws ? "websocket" : cf->new_conn ? "new-conn" : "keep-alive";
+    cpu_pct = elapsed > 0 ? (cpu_user + cpu_sys) / elapsed * 100 : 0;
 
     errors = st->err_connect + st->err_timeout + st->err_read
              + st->err_write + st->status[0] + st->status[1]
@@ -1629,14 +2255,14 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
                    "err_connect,err_timeout,err_read,err_write,"
                    "status_other,status_2xx,status_3xx,status_4xx,"
                    "status_5xx,p50_us,p90_us,p99_us,p999_us,max_us,"
-                   "mean_us,cpu_user_s,cpu_sys_s\n");
+                   "mean_us,cpu_user_s,cpu_sys_s,cpu_pct\n");
         }
 
         printf("%s%s,%d,%s,%s,%zu,%.0f,%.3f,%llu,%.1f,%llu,%llu,%llu,"
                "%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,",
                cf->urls[0].tls ? "tls+" : "", probe_h1_proto.name,
-               cf->connections, cf->new_conn ? "new-conn" : "keep-alive",
-               cf->post ? "POST" : "GET", cf->body, cf->rate, elapsed,
+               cf->connections, mode, cf->post ? "POST" : "GET",
+               cf->ws ? cf->ws_bytes : cf->body, cf->rate, elapsed,
                (unsigned long long) st->requests, rps,
                (unsigned long long) st->bytes_in,
                (unsigned long long) st->bytes_out,
@@ -1655,7 +2281,7 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
             printf("%.1f,", (double) v[i] / PROBE_NS_PER_US);
         }
 
-        printf("%.3f,%.3f\n", cpu_user, cpu_sys);
+        printf("%.3f,%.3f,%.1f\n", cpu_user, cpu_sys, cpu_pct);
 
         fflush(stdout);
         return;
@@ -1668,11 +2294,17 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
     printf("weir-probe: %s%s, %d connection%s, %s, %s",
            cf->urls[0].tls ? "tls+" : "", probe_h1_proto.name,
            cf->connections, cf->connections == 1 ? "" : "s",
-           cf->new_conn ? "new connection per request" : "keep-alive",
-           cf->post ? "POST" : "GET");
+           cf->ws ? "websocket"
+           : cf->new_conn ? "new connection per request" : "keep-alive",
+           cf->ws ? "echo" : cf->post ? "POST" : "GET");
 
-    if (cf->post) {
-        printf(" %zu bytes", cf->body);
+    if (cf->post || cf->ws) {
+        printf(" %zu bytes", cf->ws ? cf->ws_bytes : cf->body);
+    }
+
+    if (cf->pause_bytes) {
+        printf(", read pause %zu:%.0f ms", cf->pause_bytes,
+               (double) cf->pause_ns / PROBE_NS_PER_MS);
     }
 
     printf(", %d URL%s", cf->nurls, cf->nurls == 1 ? "" : "s");
@@ -1709,8 +2341,273 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
            (unsigned long long) st->status[5],
            (unsigned long long) (st->status[0] + st->status[1]),
            t[0], t[1], t[2], t[3], t[4], t[5],
-           cpu_user, cpu_sys,
-           elapsed > 0 ? (cpu_user + cpu_sys) / elapsed * 100 : 0);
+           cpu_user, cpu_sys, cpu_pct);
 
     fflush(stdout);
+}
+
+
+/*
+ * weir-probe hold: -c keep-alive connections, one GET each, then held open
+ * and idle until a signal or -d; for the cost of idle connections.
+ */
+
+static void
+probe_hold_usage(void)
+{
+    printf(
+"usage: weir-probe hold -c N -u URL [-d SECONDS] [-T SECONDS]\n"
+"  -c N            connections to open and keep idle (default 1)\n"
+"  -u URL          http://HOST[:PORT]/PATH or https://...: one GET on each\n"
+"  -d SECONDS      hold that long after all are idle (default: until\n"
+"                  SIGTERM or SIGINT)\n"
+"  -T SECONDS      bound of the opening phase (default 30)\n"
+"prints \"weir-probe hold: N idle\" once the connections are idle, and\n"
+"\"weir-probe hold: N open at end, M closed by peer\" at the end\n");
+}
+
+
+int
+probe_hold_main(int argc, char **argv)
+{
+    int                  ch, i, n;
+    double               v, hold;
+    uint64_t             now, setup_end, hold_end, started, errors;
+    probe_conn_t        *conns, *c;
+    struct rlimit        rl;
+    struct sigaction     sa;
+    struct epoll_event   events[256];
+    probe_client_conf_t *cf;
+
+    cf = &probe_conf;
+    cf->connections = 1;
+    cf->timeout = 30;
+    hold = 0;
+    probe_hold = 1;
+    probe_buf_size = PROBE_HOLD_BUF;
+
+    while ((ch = getopt(argc, argv, "c:u:d:T:h")) != -1) {
+        switch (ch) {
+
+        case 'c':
+            if (probe_num("-c", optarg, 1, 10000000, &v) != PROBE_OK) {
+                return 2;
+            }
+            cf->connections = (int) v;
+            break;
+
+        case 'u':
+            if (cf->nurls == 1) {
+                fprintf(stderr, "weir-probe hold: one URL only\n");
+                return 2;
+            }
+
+            if (probe_parse_url(cf, optarg, &cf->urls[0]) != PROBE_OK) {
+                return 2;
+            }
+            cf->nurls = 1;
+            break;
+
+        case 'd':
+            if (probe_num("-d", optarg, 0.001, 1e9, &hold) != PROBE_OK) {
+                return 2;
+            }
+            break;
+
+        case 'T':
+            if (probe_num("-T", optarg, 0.001, 3600, &cf->timeout)
+                != PROBE_OK)
+            {
+                return 2;
+            }
+            break;
+
+        case 'h':
+            probe_hold_usage();
+            return 0;
+
+        default:
+            probe_hold_usage();
+            return 2;
+        }
+    }
+
+    if (optind != argc || cf->nurls == 0) {
+        fprintf(stderr, "weir-probe hold: %s\n",
+                optind != argc ? "unexpected argument" : "no URL (-u)");
+        return 2;
+    }
+
+    /* main() raised the soft limit to the hard one already */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0
+        && rl.rlim_cur != RLIM_INFINITY
+        && rl.rlim_cur < (rlim_t) cf->connections + 32)
+    {
+        fprintf(stderr, "weir-probe hold: %d connections need %d open "
+                "files, the limit (RLIMIT_NOFILE, soft and hard) is %llu: "
+                "raise it (ulimit -n)\n", cf->connections,
+                cf->connections + 32, (unsigned long long) rl.rlim_cur);
+        return 2;
+    }
+
+    if (probe_build_request(cf, &cf->urls[0]) != PROBE_OK) {
+        fprintf(stderr, "weir-probe hold: out of memory\n");
+        return 2;
+    }
+
+    if (cf->urls[0].tls) {
+#if (WEIR_HAVE_OPENSSL)
+        if (probe_tls_init() != PROBE_OK) {
+            return 2;
+        }
+#else
+        fprintf(stderr, "weir-probe hold: %s: built without OpenSSL\n",
+                cf->urls[0].text);
+        return 2;
+#endif
+    }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = probe_client_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    probe_ep = epoll_create1(EPOLL_CLOEXEC);
+    conns = calloc((size_t) cf->connections, sizeof(probe_conn_t));
+
+    if (probe_ep == -1 || conns == NULL) {
+        fprintf(stderr, "weir-probe hold: %s\n", strerror(errno));
+        return 2;
+    }
+
+    probe_hist_init(&probe_stats.hist);
+    probe_timeout_ns = (uint64_t) (cf->timeout * PROBE_NS_PER_SEC);
+    now = probe_now();
+    probe_measure_from = 0;
+    setup_end = now + probe_timeout_ns;
+    started = 0;
+
+    /* open: at most PROBE_HOLD_BURST connections in progress at once */
+
+    while (!probe_stop) {
+        while (started < (uint64_t) cf->connections
+               && started - probe_hold_idle - probe_hold_failed
+                  < PROBE_HOLD_BURST)
+        {
+            c = &conns[started++];
+            c->fd = -1;
+            c->proto = &probe_h1_proto;
+            c->buf = malloc(probe_buf_size);
+
+            if (c->buf == NULL) {
+                probe_hold_failed++;
+                c->deadline = UINT64_MAX;
+                continue;
+            }
+
+            probe_start_request(c, probe_now());
+        }
+
+        now = probe_now();
+
+        if (probe_hold_idle + probe_hold_failed
+            == (uint64_t) cf->connections || now >= setup_end)
+        {
+            break;
+        }
+
+        n = epoll_wait(probe_ep, events, 256, 10);
+
+        for (i = 0; i < n; i++) {
+            probe_handle(events[i].data.ptr);
+        }
+
+        now = probe_now();
+
+        for (i = 0; (uint64_t) i < started; i++) {
+            c = &conns[i];
+
+            if (c->deadline <= now && c->state != PROBE_WAITING
+                && c->state != PROBE_CLOSED)
+            {
+                probe_fail(c, &probe_stats.err_timeout);
+            }
+        }
+    }
+
+    /* the opening phase is over: what is not idle yet is given up */
+
+    for (i = 0; (uint64_t) i < started; i++) {
+        c = &conns[i];
+
+        if (c->deadline != UINT64_MAX) {
+            probe_fail(c, &probe_stats.err_timeout);
+        }
+    }
+
+    errors = probe_stats.err_connect + probe_stats.err_timeout
+             + probe_stats.err_read + probe_stats.err_write
+             + probe_stats.status[0] + probe_stats.status[1]
+             + probe_stats.status[4] + probe_stats.status[5];
+
+    if (probe_hold_failed || started < (uint64_t) cf->connections) {
+        fprintf(stderr, "weir-probe hold: %llu of %d connections failed "
+                "or not opened (connect %llu, timeout %llu, read %llu, "
+                "write %llu, status %llu, closed %llu)\n",
+                (unsigned long long) (cf->connections - probe_hold_idle),
+                cf->connections,
+                (unsigned long long) probe_stats.err_connect,
+                (unsigned long long) probe_stats.err_timeout,
+                (unsigned long long) probe_stats.err_read,
+                (unsigned long long) probe_stats.err_write,
+                (unsigned long long) (probe_stats.status[0]
+                                      + probe_stats.status[1]
+                                      + probe_stats.status[4]
+                                      + probe_stats.status[5]),
+                (unsigned long long) (probe_hold_failed - errors));
+    }
+
+    printf("weir-probe hold: %llu idle\n",
+           (unsigned long long) (probe_hold_idle - probe_hold_closed));
+    fflush(stdout);
+
+    /* hold: only a peer's close wakes a connection */
+
+    hold_end = hold > 0 ? probe_now() + (uint64_t) (hold * PROBE_NS_PER_SEC)
+                        : UINT64_MAX;
+
+    while (!probe_stop && probe_now() < hold_end) {
+        n = epoll_wait(probe_ep, events, 256, 100);
+
+        for (i = 0; i < n; i++) {
+            probe_handle(events[i].data.ptr);
+        }
+    }
+
+    /* the closes already signalled count too */
+    do {
+        n = epoll_wait(probe_ep, events, 256, 0);
+
+        for (i = 0; i < n; i++) {
+            probe_handle(events[i].data.ptr);
+        }
+    } while (n > 0);
+
+    printf("weir-probe hold: %llu open at end, %llu closed by peer\n",
+           (unsigned long long) (probe_hold_idle - probe_hold_closed),
+           (unsigned long long) probe_hold_closed);
+    fflush(stdout);
+
+    for (i = 0; (uint64_t) i < started; i++) {
+        if (conns[i].fd != -1) {
+            probe_close(&conns[i]);
+        }
+
+        free(conns[i].buf);
+    }
+
+    free(conns);
+    close(probe_ep);
+
+    return 0;
 }

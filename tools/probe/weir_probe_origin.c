@@ -2,8 +2,9 @@
  * weir-probe origin: a benchmark HTTP/1.1 server on one epoll loop.
  *
  * Answers by path: /tiny, /size/N, /chunked/N, /delay/MS/<path>, /echo,
- * /early, /stats (see tools/probe/README.md). Keep-alive and pipelining;
- * request bodies (content-length or chunked) are read on every path.
+ * /early, /stats, /ws (see tools/probe/README.md). Keep-alive and
+ * pipelining; request bodies (content-length or chunked) are read on every
+ * path. /ws upgrades to WebSocket and echoes frames.
  */
 
 #include "weir_config.h"
@@ -32,6 +33,12 @@
 #define PO_EARLY_RESP  4
 #define PO_STATS       5
 #define PO_NOT_FOUND   6
+#define PO_WS          7
+#define PO_BAD_WS      8
+
+/* WebSocket frame states */
+#define PO_W_HEAD      0
+#define PO_W_DATA      1
 
 /* request body states */
 #define PO_B_NONE      0
@@ -79,6 +86,18 @@ struct po_conn_s {
     unsigned            resp_done:1;
     unsigned            resp_chunked:1;
     unsigned            timer:1;
+    unsigned            readable:1;  /* no short read since the last event */
+    unsigned            eof:1;       /* the peer's FIN is pending */
+    unsigned            ws:1;
+    unsigned            ws_closing:1;
+    unsigned            ws_frag:1;   /* inside a fragmented message */
+    unsigned            ws_close:1;  /* the frame being echoed is a close */
+    unsigned            ws_mpos:2;
+
+    unsigned            wstate;
+    int64_t             wrest;       /* payload bytes of the frame to echo */
+    u_char              mask[4];
+    char                accept[PROBE_WS_ACCEPT_LEN];
 };
 
 
@@ -91,7 +110,10 @@ typedef struct {
 
 static void po_accept(po_listener_t *ls);
 static void po_handle(po_conn_t *c);
+static void po_ws_handle(po_conn_t *c);
+static int po_ws_frames(po_conn_t *c);
 static void po_close(po_conn_t *c);
+static int po_recv(po_conn_t *c);
 static int po_parse_head(po_conn_t *c);
 static int po_body(po_conn_t *c);
 static void po_start(po_conn_t *c);
@@ -116,8 +138,15 @@ static u_char                 po_pattern[PO_CHUNK];
 static volatile sig_atomic_t  po_stop;
 
 /* 64 bytes: the /tiny body */
-static const char  po_tiny[] =
-    "weir-probe origin: a tiny response of sixty-four bytes, exactly\n";
+#define PO_TINY_BODY                                                          \
+    "weir-probe origin: a tiny response of sixty-four bytes, exactly\n"
+
+static const char  po_tiny[] = PO_TINY_BODY;
+
+/* the whole keep-alive HTTP/1.1 answer to /tiny, as po_start() formats it */
+static const char  po_tiny_response[] =
+    "HTTP/1.1 200 OK\r\nServer: weir-probe\r\n"
+    "Content-Type: text/plain\r\nContent-Length: 64\r\n\r\n" PO_TINY_BODY;
 
 
 static void
@@ -253,12 +282,35 @@ probe_origin_main(int argc, char **argv)
             return 2;
         }
 
+        /*
+         * connections first, new ones after: a FIN that came before a new
+         * connection's SYN is seen first, so /stats counts it closed
+         */
+
+        for (i = 0; i < n; i++) {
+            if (*(int *) events[i].data.ptr == PO_LISTENER) {
+                continue;
+            }
+
+            c = events[i].data.ptr;
+
+            if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP
+                                    | EPOLLERR))
+            {
+                c->readable = 1;
+            }
+
+            if (events[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+                /* the FIN came with the data: read until recv() says so */
+                c->eof = 1;
+            }
+
+            po_handle(c);
+        }
+
         for (i = 0; i < n; i++) {
             if (*(int *) events[i].data.ptr == PO_LISTENER) {
                 po_accept(events[i].data.ptr);
-
-            } else {
-                po_handle(events[i].data.ptr);
             }
         }
 
@@ -296,7 +348,7 @@ po_usage(void)
 {
     printf("usage: weir-probe origin -l ADDR:PORT [-l ADDR:PORT ...]\n"
            "  paths: /tiny /size/N /chunked/N /delay/MS/<path> /echo "
-           "/early /stats\n"
+           "/early /stats /ws\n"
            "  prints the accepted connections on SIGTERM or SIGINT\n");
 }
 
@@ -357,6 +409,10 @@ po_accept(po_listener_t *ls)
         c->olast = 0;
         c->have_head = 0;
         c->timer = 0;
+        c->readable = 1;
+        c->eof = 0;
+        c->ws = 0;
+        c->ws_closing = 0;
 
         one = 1;
         (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -401,6 +457,11 @@ po_handle(po_conn_t *c)
     ssize_t   n;
     uint64_t  now;
 
+    if (c->ws) {
+        po_ws_handle(c);
+        return;
+    }
+
     for ( ;; ) {
         progress = 0;
 
@@ -434,6 +495,15 @@ po_handle(po_conn_t *c)
                 {
                     po_start(c);
                     progress = 1;
+
+                    if (c->route == PO_WS) {
+                        /* frames may follow the head in c->in already */
+                        c->ws = 1;
+                        c->wstate = PO_W_HEAD;
+                        c->ws_frag = 0;
+                        po_ws_handle(c);
+                        return;
+                    }
                 }
             }
 
@@ -502,23 +572,302 @@ po_handle(po_conn_t *c)
             c->ipos = 0;
         }
 
-        if (need && c->ilast < PO_IN_SIZE) {
-            n = recv(c->fd, c->in + c->ilast, PO_IN_SIZE - c->ilast, 0);
+        /*
+         * a short read drained the socket: with edge-triggered events the
+         * next bytes raise an event of their own, so no read is wasted on
+         * EAGAIN after every request; but a FIN that came with the data
+         * raises none, so with EPOLLRDHUP seen reads go on until recv()
+         * returns 0
+         */
+
+        if (need && c->readable && c->ilast < PO_IN_SIZE) {
+            rc = po_recv(c);
+
+            if (rc == PO_ERROR) {
+                po_close(c);
+                return;
+            }
+
+            progress |= (rc == PO_OK);
+        }
+
+        if (!progress) {
+            return;
+        }
+    }
+}
+
+
+/*
+ * Reads what fits into c->in: PO_OK when it read something, PO_AGAIN if
+ * not, PO_ERROR at the end of the stream or on an error (the caller
+ * closes). A short read drained the socket (see po_handle).
+ */
+
+static int
+po_recv(po_conn_t *c)
+{
+    ssize_t  n;
+
+    n = recv(c->fd, c->in + c->ilast, PO_IN_SIZE - c->ilast, 0);
+
+    if (n > 0) {
+        if ((size_t) n < PO_IN_SIZE - c->ilast && !c->eof) {
+            c->readable = 0;
+        }
+
+        c->ilast += (size_t) n;
+        return PO_OK;
+    }
+
+    if (n == 0 || errno != EINTR) {
+        if (n == -1 && errno == EAGAIN) {
+            c->readable = 0;
+            return PO_AGAIN;
+        }
+
+        return PO_ERROR;
+    }
+
+    return PO_AGAIN;
+}
+
+
+/*
+ * A WebSocket connection after the 101: frames from c->in are echoed to
+ * c->out as they stream in, so a payload of any length needs no more
+ * than the two buffers.
+ */
+
+static void
+po_ws_handle(po_conn_t *c)
+{
+    int      progress, rc;
+    ssize_t  n;
+
+    for ( ;; ) {
+        progress = 0;
+
+        if (!c->ws_closing) {
+            rc = po_ws_frames(c);
+
+            if (rc == PO_ERROR) {
+                po_close(c);
+                return;
+            }
+
+            if (rc == PO_OK) {
+                progress = 1;
+            }
+        }
+
+        if (c->olast > c->opos) {
+            n = send(c->fd, c->out + c->opos, c->olast - c->opos,
+                     MSG_NOSIGNAL);
 
             if (n > 0) {
-                c->ilast += (size_t) n;
+                c->opos += (size_t) n;
                 progress = 1;
 
-            } else if (n == 0
-                       || (n == -1 && errno != EAGAIN && errno != EINTR))
-            {
+                if (c->opos == c->olast) {
+                    c->opos = 0;
+                    c->olast = 0;
+                }
+
+            } else if (n == -1 && errno != EAGAIN && errno != EINTR) {
                 po_close(c);
                 return;
             }
         }
 
+        if (c->ws_closing) {
+            if (c->olast == 0) {
+                /* the close frame is out: the server closes first */
+                po_close(c);
+                return;
+            }
+
+            if (!progress) {
+                return;
+            }
+
+            continue;
+        }
+
+        if (c->ipos == c->ilast) {
+            c->ipos = 0;
+            c->ilast = 0;
+        }
+
+        if (c->ilast == PO_IN_SIZE && c->ipos > 0) {
+            memmove(c->in, c->in + c->ipos, c->ilast - c->ipos);
+            c->ilast -= c->ipos;
+            c->ipos = 0;
+        }
+
+        if (c->readable && c->ilast < PO_IN_SIZE) {
+            rc = po_recv(c);
+
+            if (rc == PO_ERROR) {
+                po_close(c);
+                return;
+            }
+
+            progress |= (rc == PO_OK);
+        }
+
         if (!progress) {
             return;
+        }
+    }
+}
+
+
+/*
+ * Echoes frames from c->in to c->out: each frame goes back unmasked with
+ * its FIN bit, opcode and length (a ping as a pong), so a fragmented
+ * message comes back fragmented alike. A close is echoed, then the
+ * connection closes. A frame breaking RFC 6455 closes it at once.
+ * PO_OK when it moved anything, PO_AGAIN if not, PO_ERROR on a bad frame.
+ */
+
+static int
+po_ws_frames(po_conn_t *c)
+{
+    int        progress, i;
+    u_char    *p, *o, op, fin;
+    size_t     avail, room, take, hlen, k, m;
+    uint64_t   len;
+
+    progress = 0;
+
+    for ( ;; ) {
+        p = c->in + c->ipos;
+        avail = c->ilast - c->ipos;
+        room = PO_OUT_SIZE - c->olast;
+
+        if (c->wstate == PO_W_HEAD) {
+            if (avail < 2) {
+                return progress ? PO_OK : PO_AGAIN;
+            }
+
+            fin = p[0] & 0x80;
+            op = p[0] & 0x0f;
+            len = p[1] & 0x7f;
+            hlen = 2 + (len == 126 ? 2 : len == 127 ? 8 : 0) + 4;
+
+            if ((p[0] & 0x70) != 0          /* RSV bits: no extension */
+                || (p[1] & 0x80) == 0       /* a client masks every frame */
+                || (op > 2 && op < 8) || op > 10
+                || (op >= 8 && (!fin || len > 125))
+                || (op == 0 && !c->ws_frag)
+                || ((op == 1 || op == 2) && c->ws_frag))
+            {
+                return PO_ERROR;
+            }
+
+            if (avail < hlen) {
+                return progress ? PO_OK : PO_AGAIN;
+            }
+
+            if (room < 14) {
+                return progress ? PO_OK : PO_AGAIN;
+            }
+
+            if (len == 126) {
+                len = (uint64_t) p[2] << 8 | p[3];
+
+            } else if (len == 127) {
+                len = 0;
+                for (i = 0; i < 8; i++) {
+                    len = len << 8 | p[2 + i];
+                }
+
+                if (len >> 63) {
+                    return PO_ERROR;
+                }
+            }
+
+            memcpy(c->mask, p + hlen - 4, 4);
+            c->ws_mpos = 0;
+            c->wrest = (int64_t) len;
+            c->ipos += hlen;
+
+            if (op < 8) {
+                c->ws_frag = !fin;
+            }
+
+            /* the echo's head: unmasked, a ping answered by a pong */
+            o = c->out + c->olast;
+            o[0] = (u_char) (fin | (op == 9 ? 10 : op));
+
+            if (len < 126) {
+                o[1] = (u_char) len;
+                c->olast += 2;
+
+            } else if (len < 65536) {
+                o[1] = 126;
+                o[2] = (u_char) (len >> 8);
+                o[3] = (u_char) len;
+                c->olast += 4;
+
+            } else {
+                o[1] = 127;
+                for (i = 0; i < 8; i++) {
+                    o[2 + i] = (u_char) (len >> (56 - 8 * i));
+                }
+                c->olast += 10;
+            }
+
+            c->wstate = PO_W_DATA;
+            progress = 1;
+
+            /* a close is echoed whole, then the connection closes */
+            c->ws_close = op == 8;
+
+            if (c->wrest == 0) {
+                c->wstate = PO_W_HEAD;
+
+                if (c->ws_close) {
+                    c->ws_closing = 1;
+                    return PO_OK;
+                }
+            }
+
+            continue;
+        }
+
+        /* PO_W_DATA: unmask what is here into the room there is */
+
+        take = avail < room ? avail : room;
+        if ((int64_t) take > c->wrest) {
+            take = (size_t) c->wrest;
+        }
+
+        if (take == 0) {
+            return progress ? PO_OK : PO_AGAIN;
+        }
+
+        o = c->out + c->olast;
+        m = c->ws_mpos;
+
+        for (k = 0; k < take; k++) {
+            o[k] = p[k] ^ c->mask[(m + k) & 3];
+        }
+
+        c->ws_mpos = (m + take) & 3;
+        c->olast += take;
+        c->ipos += take;
+        c->wrest -= (int64_t) take;
+        progress = 1;
+
+        if (c->wrest == 0) {
+            c->wstate = PO_W_HEAD;
+
+            if (c->ws_close) {
+                c->ws_closing = 1;
+                return PO_OK;
+            }
         }
     }
 }
@@ -530,6 +879,7 @@ static int
 po_parse_head(po_conn_t *c)
 {
     int        http10, close, keepalive, chunked, has_length;
+    int        upgrade, conn_upgrade, version13;
     char      *e, path[256];
     u_char    *p, *end, *eol, *sp, *uri, *colon, *v;
     size_t     ulen;
@@ -537,7 +887,7 @@ po_parse_head(po_conn_t *c)
     uint64_t   delay;
 
     p = c->in + c->ipos;
-    end = memmem(p, c->ilast - c->ipos, "\r\n\r\n", 4);
+    end = probe_head_end(p, c->ilast - c->ipos);
 
     if (end == NULL) {
         return (c->ilast == PO_IN_SIZE && c->ipos == 0) ? PO_ERROR
@@ -545,7 +895,7 @@ po_parse_head(po_conn_t *c)
     }
 
     end += 4;
-    eol = memmem(p, (size_t) (end - p), "\r\n", 2);
+    eol = probe_crlf(p, (size_t) (end - p));
 
     sp = memchr(p, ' ', (size_t) (eol - p));
     if (sp == NULL) {
@@ -572,9 +922,13 @@ po_parse_head(po_conn_t *c)
     chunked = 0;
     has_length = 0;
     length = 0;
+    upgrade = 0;
+    conn_upgrade = 0;
+    version13 = 0;
+    c->accept[0] = '\0';
 
     for (p = eol + 2; p < end - 2; p = eol + 2) {
-        eol = memmem(p, (size_t) (end - p), "\r\n", 2);
+        eol = probe_crlf(p, (size_t) (end - p));
 
         colon = memchr(p, ':', (size_t) (eol - p));
         if (colon == NULL) {
@@ -585,7 +939,7 @@ po_parse_head(po_conn_t *c)
             /* void */
         }
 
-        if (probe_h1_header_is(p, colon, "content-length")) {
+        if (probe_h1_header(p, colon, "content-length")) {
             errno = 0;
             length = strtoll((char *) v, &e, 10);
             if (errno || (u_char *) e == v || length < 0) {
@@ -593,12 +947,31 @@ po_parse_head(po_conn_t *c)
             }
             has_length = 1;
 
-        } else if (probe_h1_header_is(p, colon, "transfer-encoding")) {
+        } else if (probe_h1_header(p, colon, "transfer-encoding")) {
             chunked = probe_h1_value_has(v, eol, "chunked");
 
-        } else if (probe_h1_header_is(p, colon, "connection")) {
+        } else if (probe_h1_header(p, colon, "connection")) {
             close = probe_h1_value_has(v, eol, "close");
             keepalive = probe_h1_value_has(v, eol, "keep-alive");
+            conn_upgrade = probe_h1_value_has(v, eol, "upgrade");
+
+        } else if (probe_h1_header(p, colon, "upgrade")) {
+            upgrade = probe_h1_value_has(v, eol, "websocket");
+
+        } else if (probe_h1_header(p, colon, "sec-websocket-version")) {
+            version13 = eol - v >= 2 && v[0] == '1' && v[1] == '3';
+
+        } else if (probe_h1_header(p, colon, "sec-websocket-key")) {
+            for (e = (char *) eol;
+                 (u_char *) e > v && (e[-1] == ' ' || e[-1] == '\t');
+                 e--)
+            {
+                /* void */
+            }
+
+            if ((u_char *) e - v == 24) {
+                probe_ws_accept(v, 24, c->accept);
+            }
         }
     }
 
@@ -674,6 +1047,11 @@ po_parse_head(po_conn_t *c)
     } else if (strcmp((char *) uri, "/stats") == 0) {
         c->route = PO_STATS;
 
+    } else if (strcmp((char *) uri, "/ws") == 0) {
+        c->route = upgrade && conn_upgrade && version13 && c->accept[0]
+                   && !http10 && c->bstate == PO_B_DONE
+                   ? PO_WS : PO_BAD_WS;
+
     } else {
         c->route = PO_NOT_FOUND;
     }
@@ -701,6 +1079,14 @@ po_start(po_conn_t *c)
     switch (c->route) {
 
     case PO_TINY:
+        if (*conn == '\0' && size >= sizeof(po_tiny_response) - 1) {
+            /* the benchmarks' hot path: no formatting */
+            n = sizeof(po_tiny_response) - 1;
+            memcpy(out, po_tiny_response, (size_t) n);
+            c->resp_done = 1;
+            break;
+        }
+
         n = snprintf(out, size, "HTTP/1.1 200 OK\r\nServer: weir-probe\r\n"
                      "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
                      "%s\r\n%s", sizeof(po_tiny) - 1, conn, po_tiny);
@@ -747,6 +1133,21 @@ po_start(po_conn_t *c)
                           (unsigned long long) po_requests,
                           (unsigned long long) po_open);
         }
+        c->resp_done = 1;
+        break;
+
+    case PO_WS:
+        n = snprintf(out, size, "HTTP/1.1 101 Switching Protocols\r\n"
+                     "Server: weir-probe\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
+                     "\r\n", c->accept);
+        c->resp_done = 1;
+        break;
+
+    case PO_BAD_WS:
+        n = snprintf(out, size, "HTTP/1.1 400 Bad Request\r\nServer: "
+                     "weir-probe\r\nContent-Length: 24\r\n%s\r\n"
+                     "not a WebSocket upgrade\n", conn);
         c->resp_done = 1;
         break;
 
@@ -914,7 +1315,7 @@ po_body(po_conn_t *c)
             break;
 
         case PO_B_SIZE:
-            eol = memmem(p, avail, "\r\n", 2);
+            eol = probe_crlf(p, avail);
             if (eol == NULL) {
                 if (avail > 1024) {
                     return PO_ERROR;
@@ -968,7 +1369,7 @@ po_body(po_conn_t *c)
             break;
 
         case PO_B_TRAILER:
-            eol = memmem(p, avail, "\r\n", 2);
+            eol = probe_crlf(p, avail);
             if (eol == NULL) {
                 return progress ? PO_OK : PO_AGAIN;
             }
