@@ -823,3 +823,38 @@ def test_close_mid_handshake_with_cache_and_sni(weir, pki):
     assert Reader(s).response()[2] == b"b"
     s.close()
     no_crit(weir)
+
+
+def test_records_read_ahead_in_one_segment(weir, pki):
+    """Several TLS records in one TCP segment: weir reads them with one
+    read() (read-ahead), so records it has not decrypted yet wait inside
+    OpenSSL where no event announces them. Requests that fill the header
+    buffer, and small ones behind them, are all answered in order."""
+    leaf = pki.leaf("localhost")
+    port = weir.port()
+    start(weir, "    server {\n"
+                "        listen 127.0.0.1:%d ssl;\n%s"
+                "        client_header_buffer_size 1k;\n"
+                "        large_client_header_buffers 4 8k;\n"
+                "        location / { return 200 \"r$uri\\n\"; }\n"
+                "    }\n" % (port, certs(leaf)), [port])
+    pad = b"X-Pad: " + b"p" * 3000 + b"\r\n"
+    reqs = []
+    for i in range(6):
+        reqs.append(b"GET /%d HTTP/1.1\r\nHost: localhost\r\n%s%s\r\n"
+                    % (i, pad if i % 2 == 0 else b"",
+                       b"Connection: close\r\n" if i == 5 else b""))
+    s = tls(port)
+    try:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+        for req in reqs:
+            s.sendall(req)          # one TLS record each
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+        r = Reader(s)
+        for i in range(6):
+            status, _, body = r.response()
+            assert status == 200
+            assert body == b"r/%d\n" % i
+    finally:
+        s.close()
+    no_crit(weir)

@@ -260,7 +260,14 @@ weir_ssl_create(weir_conf_t *cf, weir_ssl_t *ssl, weir_uint_t protocols,
                                |SSL_MODE_ENABLE_PARTIAL_WRITE
                                |SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 
-    SSL_CTX_set_read_ahead(ssl->ctx, 0);
+    /*
+     * Read-ahead: a read takes from the socket as much as the record
+     * buffer holds, not a 5-byte header and then the record body, so a
+     * request costs one read() and the EAGAIN that ends it, as in nginx.
+     * What OpenSSL read ahead and has not decrypted yet is not seen by
+     * SSL_pending(): weir_ssl_pending_op looks at SSL_has_pending().
+     */
+    SSL_CTX_set_read_ahead(ssl->ctx, 1);
 
     if (SSL_CTX_set_session_id_context(ssl->ctx,
                                        (const unsigned char *) "weir", 4)
@@ -1642,6 +1649,12 @@ weir_ssl_cleanup_connection(void *data)
         SSL_free(sslc->connection);
         sslc->connection = NULL;
     }
+
+    if (sslc->buf && sslc->buf->start) {
+        /* weir_ssl_writev's, taken from the heap while bytes wait */
+        weir_free(sslc->buf->start);
+        sslc->buf->start = NULL;
+    }
 }
 
 
@@ -1667,6 +1680,7 @@ weir_ssl_handshake(weir_connection_t *c)
 
     if (n == 1) {
         sslc->handshaked = 1;
+        sslc->drained = 0;
 
         weir_log_debug(c->log, 0, "SSL: %s, cipher: \"%s\"",
                        SSL_get_version(sslc->connection),
@@ -1686,6 +1700,7 @@ weir_ssl_handshake(weir_connection_t *c)
 
         if (sslerr == SSL_ERROR_WANT_READ) {
             c->read->ready = 0;
+            sslc->drained = 1;
 
         } else {
             c->write->ready = 0;
@@ -1801,15 +1816,17 @@ weir_ssl_recv(weir_connection_t *c, unsigned char *buf, size_t size)
 
     bytes = 0;
 
-    for ( ;; ) {
-        weir_ssl_clear_error();
+    /* once: a successful SSL_read queues no error */
+    weir_ssl_clear_error();
 
+    for ( ;; ) {
         n = SSL_read(sslc->connection, buf,
                      size > INT_MAX ? INT_MAX : (int) size);
 
         weir_log_debug(c->log, 0, "SSL_read: %d", n);
 
         if (n > 0) {
+            sslc->drained = 0;
             bytes += n;
             size -= n;
             buf += n;
@@ -1885,6 +1902,7 @@ weir_ssl_handle_result(weir_connection_t *c, int n, const char *text,
         /* also while writing: a key update or a post-handshake message
          * must be read first */
         c->read->ready = 0;
+        sslc->drained = 1;
 
         if (!reading) {
             c->write->ready = 0;
@@ -2000,8 +2018,10 @@ weir_ssl_send(weir_connection_t *c, unsigned char *buf, size_t size)
 
 
 /*
- * Writes iov[] through the connection's buffer (sslc->buffer_size, from
- * c->pool on first use): pieces are copied into it so that small ones
+ * Writes iov[] through the connection's buffer (up to
+ * sslc->buffer_size, from the heap while there are bytes to write, and
+ * freed once all is written or by the connection's pool cleanup):
+ * pieces are copied into it so that small ones
  * make full TLS records, and every SSL_write is of the buffer, so a
  * retried SSL_write repeats exactly the bytes (and length) of the one
  * that wanted to write.
@@ -2049,7 +2069,7 @@ ssize_t
 weir_ssl_writev(weir_connection_t *c, struct iovec *iov, int cnt)
 {
     int               i, n;
-    size_t            total, offset, skip, len, room;
+    size_t            total, offset, skip, len, room, size;
     ssize_t           sent, rc;
     weir_uint_t       orphan;
     weir_buf_t       *b;
@@ -2071,19 +2091,37 @@ weir_ssl_writev(weir_connection_t *c, struct iovec *iov, int cnt)
 
     b = sslc->buf;
 
-    if (b == NULL) {
+    if (b == NULL || b->start == NULL) {
         if (total == 0) {
             return 0;
         }
 
-        b = weir_create_temp_buf(c->pool, sslc->buffer_size);
         if (b == NULL) {
+            b = weir_calloc_buf(c->pool);
+            if (b == NULL) {
+                c->write->error = 1;
+                c->error = 1;
+                return WEIR_ERROR;
+            }
+
+            b->temporary = 1;
+            sslc->buf = b;
+        }
+
+        /* no bigger than what there is to write: a small response
+         * takes a small block, which the allocator recycles cheaply */
+        size = total < sslc->buffer_size ? total : sslc->buffer_size;
+
+        b->start = weir_alloc(size, c->log);
+        if (b->start == NULL) {
             c->write->error = 1;
             c->error = 1;
             return WEIR_ERROR;
         }
 
-        sslc->buf = b;
+        b->pos = b->start;
+        b->last = b->start;
+        b->end = b->start + size;
     }
 
     /* bytes of iov already in the buffer (copied by an earlier call) */
@@ -2099,6 +2137,9 @@ weir_ssl_writev(weir_connection_t *c, struct iovec *iov, int cnt)
     }
 
     sent = 0;
+
+    /* once: a successful SSL_write queues no error */
+    weir_ssl_clear_error();
 
     for ( ;; ) {
 
@@ -2134,12 +2175,17 @@ weir_ssl_writev(weir_connection_t *c, struct iovec *iov, int cnt)
             offset += b->last - b->pos;
 
             if (b->pos == b->last) {
-                /* everything went out */
+                /* everything went out: an idle keep-alive connection
+                 * holds no buffer (as in nginx) */
+                weir_free(b->start);
+                b->start = NULL;
+                b->pos = NULL;
+                b->last = NULL;
+                b->end = NULL;
+
                 break;
             }
         }
-
-        weir_ssl_clear_error();
 
         len = b->last - b->pos;
 
@@ -2192,7 +2238,19 @@ weir_ssl_pending_op(weir_connection_t *c)
         return 0;
     }
 
-    return SSL_pending(sslc->connection) > 0;
+    /*
+     * Decrypted bytes (SSL_pending), or records read ahead and not yet
+     * decrypted (SSL_has_pending) - unless the last read found the
+     * socket drained with only part of a record: then nothing can be
+     * read before the socket's next event, and saying "pending" would
+     * make the caller read in vain, again and again.
+     */
+
+    if (SSL_pending(sslc->connection) > 0) {
+        return 1;
+    }
+
+    return !sslc->drained && SSL_has_pending(sslc->connection);
 }
 
 
@@ -2240,7 +2298,7 @@ weir_ssl_shutdown_op(weir_connection_t *c)
         (void) n;
     }
 
-    ERR_clear_error();
+    weir_ssl_clear_error();
 
     SSL_free(ssl);
     sslc->connection = NULL;
@@ -2348,10 +2406,18 @@ weir_ssl_verify_result(weir_connection_t *c)
 
 /* ---- errors --------------------------------------------------------- */
 
+/*
+ * Before an SSL_read/SSL_write/SSL_do_handshake whose SSL_get_error
+ * reads the queue: an empty queue is the common case, and peeking costs
+ * a third of clearing (ERR_clear_error resets every slot of the queue).
+ */
+
 static void
 weir_ssl_clear_error(void)
 {
-    ERR_clear_error();
+    if (ERR_peek_error() != 0) {
+        ERR_clear_error();
+    }
 }
 
 

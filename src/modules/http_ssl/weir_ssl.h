@@ -65,6 +65,10 @@ typedef struct {
     unsigned                     sendfile:1;
     unsigned                     client:1;
     unsigned                     in_early:1;
+    /* the last read wanted more from a drained socket: what OpenSSL
+     * holds (read ahead) is only part of a record, and the next read
+     * event brings the rest; see weir_ssl_pending_op */
+    unsigned                     drained:1;
 } weir_ssl_conn_t;
 
 #define weir_ssl_conn(c)  ((weir_ssl_conn_t *) (c)->ssl)
