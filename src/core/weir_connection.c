@@ -1200,6 +1200,61 @@ weir_unix_recv(weir_connection_t *c, unsigned char *buf, size_t size)
 
 
 ssize_t
+weir_unix_readv(weir_connection_t *c, struct iovec *iov, int cnt)
+{
+    int            i;
+    size_t         size;
+    ssize_t        n;
+    weir_err_t     err;
+    weir_event_t  *rev;
+
+    rev = c->read;
+
+    size = 0;
+
+    for (i = 0; i < cnt; i++) {
+        size += iov[i].iov_len;
+    }
+
+    for ( ;; ) {
+        n = readv(c->fd, iov, cnt);
+
+        if (n == 0) {
+            rev->ready = 0;
+            rev->eof = 1;
+            return 0;
+        }
+
+        if (n > 0) {
+            if ((size_t) n < size && !rev->pending_eof) {
+                rev->ready = 0;
+            }
+
+            return n;
+        }
+
+        err = weir_socket_errno;
+
+        if (err == WEIR_EINTR) {
+            continue;
+        }
+
+        if (err == WEIR_EAGAIN || err == EWOULDBLOCK) {
+            rev->ready = 0;
+            return WEIR_AGAIN;
+        }
+
+        rev->ready = 0;
+        rev->error = 1;
+
+        (void) weir_connection_error(c, err, "readv() failed");
+
+        return WEIR_ERROR;
+    }
+}
+
+
+ssize_t
 weir_unix_send(weir_connection_t *c, unsigned char *buf, size_t size)
 {
     int            flags;

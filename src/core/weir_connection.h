@@ -185,5 +185,9 @@ ssize_t weir_unix_send(weir_connection_t *c, unsigned char *buf,
     size_t size);
 /* added for TLS: see c->writev */
 ssize_t weir_unix_writev(weir_connection_t *c, struct iovec *iov, int cnt);
+/* reads into iov[0 .. cnt - 1] in order with one readv(): what
+ * weir_unix_recv is for one buffer (a short read clears c->read->ready).
+ * Plain sockets only: callers check that c->ssl is NULL */
+ssize_t weir_unix_readv(weir_connection_t *c, struct iovec *iov, int cnt);
 
 #endif /* _WEIR_CONNECTION_H_INCLUDED_ */

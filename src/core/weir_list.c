@@ -28,7 +28,14 @@ weir_list_push(weir_list_t *l)
 
     last = l->last;
 
-    if (last->nelts == l->nalloc) {
+    if (last->elts == NULL) {
+        /* weir_list_init_lazy: the first part */
+        last->elts = weir_palloc(l->pool, l->nalloc * l->size);
+        if (last->elts == NULL) {
+            return NULL;
+        }
+
+    } else if (last->nelts == l->nalloc) {
 
         last = weir_palloc(l->pool, sizeof(weir_list_part_t));
         if (last == NULL) {

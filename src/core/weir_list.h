@@ -42,6 +42,22 @@ weir_list_init(weir_list_t *list, weir_pool_t *pool, weir_uint_t n,
     return WEIR_OK;
 }
 
+/* the same, but the first part is allocated by the first push: for the
+ * lists that are nearly always empty (trailers); part.elts stays NULL
+ * until then, with part.nelts 0 */
+static weir_inline void
+weir_list_init_lazy(weir_list_t *list, weir_pool_t *pool, weir_uint_t n,
+    size_t size)
+{
+    list->part.elts = NULL;
+    list->part.nelts = 0;
+    list->part.next = NULL;
+    list->last = &list->part;
+    list->size = size;
+    list->nalloc = n;
+    list->pool = pool;
+}
+
 /*
  * Iterate:
  *

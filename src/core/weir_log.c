@@ -74,7 +74,8 @@ weir_log_error_core(weir_uint_t level, weir_log_t *log, const char *file,
 
     p = weir_slprintf(errstr, last, "%.*s [%s] %d#0: ",
                       WEIR_STR_ARG(weir_cached_err_log_time),
-                      weir_log_levels[level], (int) getpid());
+                      weir_log_levels[level],
+                      (int) (weir_pid ? weir_pid : getpid()));
 
     if (log->connection) {
         p = weir_slprintf(p, last, "*%lu ", (unsigned long) log->connection);

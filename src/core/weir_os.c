@@ -1,11 +1,19 @@
 #include "weir_config.h"
 #include "weir_core.h"
 
+#if (defined __GLIBC__)
+#include <malloc.h>
+#endif
+
 
 /*
  * Operating-system facts and process-level setup: CPU count, page size,
  * descriptor limit, daemonizing and the process title.
  */
+
+
+/* the free heap a worker keeps mapped (see weir_os_init) */
+#define WEIR_MALLOC_TRIM  (16 * 1024 * 1024)
 
 
 static weir_int_t weir_init_setproctitle(weir_log_t *log);
@@ -83,6 +91,20 @@ weir_os_init(weir_log_t *log)
         weir_pid = getpid();
         weir_parent = getppid();
     }
+
+#if (defined __GLIBC__ && defined M_TRIM_THRESHOLD)
+
+    /*
+     * glibc gives the free top of the heap back to the kernel as soon as
+     * it exceeds 128 KiB, and a worker that relays bodies frees that much
+     * at the end of every request (proxy_buffers, body buffers): the next
+     * request takes the pages again, one page fault (and a zeroed page)
+     * per 4 KiB. Up to WEIR_MALLOC_TRIM of free heap stays mapped.
+     */
+
+    (void) mallopt(M_TRIM_THRESHOLD, WEIR_MALLOC_TRIM);
+
+#endif
 
     return weir_init_setproctitle(log);
 }

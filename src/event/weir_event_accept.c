@@ -29,7 +29,7 @@ static weir_atomic_uint_t  weir_accept_local_number;
 void
 weir_event_accept(weir_event_t *ev)
 {
-    size_t               len;
+    size_t               len, size;
     weir_fd_t            s;
     weir_err_t           err;
     weir_uint_t          n, dropped, level;
@@ -165,13 +165,23 @@ weir_event_accept(weir_event_t *ev)
             socklen = sizeof(weir_sockaddr_t);
         }
 
-        c->sockaddr = weir_palloc(c->pool, sizeof(weir_sockaddr_t));
+        /*
+         * The address takes what it needs (16 bytes for IPv4, not the 128
+         * of weir_sockaddr_t), and so does its text below: with what
+         * HTTP adds, a connection then stays within the first block of
+         * its pool (connection_pool_size), which an idle keep-alive
+         * connection keeps.
+         */
+        len = socklen < sizeof(struct sockaddr) ? sizeof(struct sockaddr)
+                                                : socklen;
+
+        c->sockaddr = weir_palloc(c->pool, len);
         if (c->sockaddr == NULL) {
             weir_close_accepted_connection(c);
             return;
         }
 
-        weir_memzero(c->sockaddr, sizeof(weir_sockaddr_t));
+        weir_memzero(c->sockaddr, len);
         weir_memcpy(c->sockaddr, &sa, socklen);
         c->socklen = socklen;
 
@@ -221,15 +231,30 @@ weir_event_accept(weir_event_t *ev)
             (void) weir_atomic_fetch_add(weir_stat_handled, 1);
         }
 
-        c->addr_text.data = weir_pnalloc(c->pool, WEIR_SOCKADDR_STRLEN
-                                                  + sizeof(":65535"));
+        switch (c->sockaddr->sa_family) {
+
+        case AF_INET:
+            size = INET_ADDRSTRLEN;
+            break;
+
+        case AF_INET6:
+            size = INET6_ADDRSTRLEN;
+            break;
+
+        default:
+            size = WEIR_SOCKADDR_STRLEN;
+            break;
+        }
+
+        /* without the port (the last argument of weir_sock_ntop) */
+        c->addr_text.data = weir_pnalloc(c->pool, size);
         if (c->addr_text.data == NULL) {
             weir_close_accepted_connection(c);
             return;
         }
 
         len = weir_sock_ntop(c->sockaddr, c->socklen, c->addr_text.data,
-                             WEIR_SOCKADDR_STRLEN + sizeof(":65535"), 0);
+                             size, 0);
         c->addr_text.len = len;
 
         if (c->sockaddr->sa_family == AF_INET

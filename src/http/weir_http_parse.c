@@ -758,7 +758,8 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
             /* fall through */
 
         case sw_hl_name:
-            if (weir_http_is(ch, WEIR_HTTP_C_TCHAR)) {
+            /* the whole name in this loop, not one byte per switch pass */
+            while (weir_http_is(ch, WEIR_HTTP_C_TCHAR)) {
                 c = weir_tolower(ch);
                 hash = weir_hash(hash, c);
 
@@ -770,7 +771,11 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
                     r->invalid_header = 1;
                 }
 
-                break;
+                if (++p == b->last) {
+                    goto again;
+                }
+
+                ch = *p;
             }
 
             /* includes whitespace before the colon (RFC 9112 5.1) */
@@ -803,8 +808,12 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
             break;
 
         case sw_hl_value:
-            if (weir_http_is(ch, WEIR_HTTP_C_VALUE)) {
-                break;
+            while (weir_http_is(ch, WEIR_HTTP_C_VALUE)) {
+                if (++p == b->last) {
+                    goto again;
+                }
+
+                ch = *p;
             }
 
             if (ch == ' ' || ch == '\t') {
@@ -864,6 +873,8 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
             goto invalid;
         }
     }
+
+again:
 
     b->pos = p;
     r->state = state;

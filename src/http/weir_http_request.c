@@ -213,33 +213,55 @@ weir_http_header_def_t  weir_http_header_defs[] = {
  */
 
 #define WEIR_HTTP_HDR_HASH_SIZE  256
+#define WEIR_HTTP_HDR_NAME_MAX   32
 
-static weir_uint_t    weir_http_hdr_hash[WEIR_HTTP_HDR_HASH_SIZE];
+/*
+ * An open-addressing table of the interned names: a slot holds the token
+ * and the full hash of its lowercase name, so a lookup compares names only
+ * when the hashes are equal, and then against the lowercase copy.
+ */
+typedef struct {
+    weir_uint_t    hash;
+    weir_uint_t    token;
+} weir_http_hdr_slot_t;
+
+static weir_http_hdr_slot_t  weir_http_hdr_hash[WEIR_HTTP_HDR_HASH_SIZE];
+static unsigned char  weir_http_hdr_lowcase[WEIR_HTTP_HDR_LAST_]
+                                           [WEIR_HTTP_HDR_NAME_MAX];
 static weir_uint_t    weir_http_hdr_hash_ready;
 
 
 static void
 weir_http_header_hash_init(void)
 {
-    size_t        i;
-    weir_uint_t   t, key, slot;
-    weir_str_t   *name;
+    size_t          i;
+    weir_uint_t     t, key, slot;
+    weir_str_t     *name;
+    unsigned char  *low;
 
     for (t = 1; t < WEIR_HTTP_HDR_LAST_; t++) {
         name = &weir_http_header_defs[t].name;
+        low = weir_http_hdr_lowcase[t];
         key = 0;
 
+        /* the longest interned name is "Proxy-Authorization" */
+        if (name->len > WEIR_HTTP_HDR_NAME_MAX) {
+            continue;
+        }
+
         for (i = 0; i < name->len; i++) {
-            key = weir_hash(key, weir_tolower(name->data[i]));
+            low[i] = weir_tolower(name->data[i]);
+            key = weir_hash(key, low[i]);
         }
 
         slot = key % WEIR_HTTP_HDR_HASH_SIZE;
 
-        while (weir_http_hdr_hash[slot]) {
+        while (weir_http_hdr_hash[slot].token) {
             slot = (slot + 1) % WEIR_HTTP_HDR_HASH_SIZE;
         }
 
-        weir_http_hdr_hash[slot] = t;
+        weir_http_hdr_hash[slot].hash = key;
+        weir_http_hdr_hash[slot].token = t;
     }
 
     weir_http_hdr_hash_ready = 1;
@@ -249,9 +271,8 @@ weir_http_header_hash_init(void)
 weir_uint_t
 weir_http_header_token(unsigned char *lowcase, size_t len, weir_uint_t hash)
 {
-    size_t                   i;
-    weir_uint_t              slot, t, n;
-    weir_http_header_def_t  *def;
+    weir_uint_t            slot, n;
+    weir_http_hdr_slot_t  *e;
 
     if (!weir_http_hdr_hash_ready) {
         weir_http_header_hash_init();
@@ -260,24 +281,18 @@ weir_http_header_token(unsigned char *lowcase, size_t len, weir_uint_t hash)
     slot = hash % WEIR_HTTP_HDR_HASH_SIZE;
 
     for (n = 0; n < WEIR_HTTP_HDR_HASH_SIZE; n++) {
-        t = weir_http_hdr_hash[slot];
+        e = &weir_http_hdr_hash[slot];
 
-        if (t == 0) {
+        if (e->token == 0) {
             return WEIR_HTTP_HDR_UNKNOWN;
         }
 
-        def = &weir_http_header_defs[t];
-
-        if (def->name.len == len) {
-            for (i = 0; i < len; i++) {
-                if (weir_tolower(def->name.data[i]) != lowcase[i]) {
-                    break;
-                }
-            }
-
-            if (i == len) {
-                return t;
-            }
+        if (e->hash == hash
+            && weir_http_header_defs[e->token].name.len == len
+            && weir_memcmp(weir_http_hdr_lowcase[e->token], lowcase, len)
+               == 0)
+        {
+            return e->token;
         }
 
         slot = (slot + 1) % WEIR_HTTP_HDR_HASH_SIZE;
@@ -831,26 +846,28 @@ weir_http_create_request(weir_connection_t *c)
     r->read_event_handler = weir_http_block_reading;
     r->write_event_handler = weir_http_request_empty_handler;
 
-    if (weir_list_init(&r->headers_in.headers, r->pool, 16,
+    /*
+     * 8 entries, not 16: most requests and responses have fewer (a list
+     * grows by parts of as many when they do not), and every entry is 64
+     * bytes of the request's pool. Trailers are rare: their lists take
+     * memory only when one comes.
+     */
+
+    if (weir_list_init(&r->headers_in.headers, r->pool, 8,
                        sizeof(weir_http_header_t))
         != WEIR_OK
-        || weir_list_init(&r->headers_in.trailers, r->pool, 2,
-                          sizeof(weir_http_header_t))
-           != WEIR_OK
-        /* 8, not 16: a response rarely has more header entries than
-         * that (the list grows if it does), and the 512 bytes saved keep a
-         * whole request within the first block of its pool, where 16 made
-         * nearly every request malloc a second block */
         || weir_list_init(&r->headers_out.headers, r->pool, 8,
-                          sizeof(weir_http_header_t))
-           != WEIR_OK
-        || weir_list_init(&r->headers_out.trailers, r->pool, 2,
                           sizeof(weir_http_header_t))
            != WEIR_OK)
     {
         weir_destroy_pool(pool);
         return NULL;
     }
+
+    weir_list_init_lazy(&r->headers_in.trailers, r->pool, 2,
+                        sizeof(weir_http_header_t));
+    weir_list_init_lazy(&r->headers_out.trailers, r->pool, 2,
+                        sizeof(weir_http_header_t));
 
     r->ctx = weir_pcalloc(r->pool, sizeof(void *) * weir_http_max_module);
     if (r->ctx == NULL) {

@@ -1110,7 +1110,7 @@ weir_http_open_temp_file(weir_http_request_t *r)
     for (tries = 0; tries < 16; tries++) {
         if (weir_pstrfmt(r->pool, &name, "%.*s/%010lu.%ld",
                          WEIR_STR_ARG(dir), (unsigned long) ++counter,
-                         (long) getpid())
+                         (long) weir_pid)
             != WEIR_OK)
         {
             return NULL;

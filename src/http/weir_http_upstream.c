@@ -23,6 +23,8 @@
 /* origin bytes one event may read: a fast origin whose response goes to
  * the temporary file would otherwise keep the worker until the end */
 #define WEIR_HTTP_UPSTREAM_READ_BUDGET  (128 * 1024)
+/* memory buffers one readv() of the origin fills at most */
+#define WEIR_HTTP_UPSTREAM_READV        16
 
 /* a raw buffer origin bytes are read into; views point into it */
 typedef struct {
@@ -65,6 +67,8 @@ typedef struct {
     unsigned                     relay:1;
     unsigned                     tunnel:1;
     unsigned                     spilling:1;
+    unsigned                     read_full:1;   /* the last read filled
+                                                   all it was given */
     unsigned                     sent_any:1;    /* this attempt */
     unsigned                     body_consumed:1;   /* streamed, sent */
     unsigned                     body_last:1;   /* streamed: last_buf in */
@@ -134,7 +138,11 @@ static void weir_http_upstream_client_handlers(weir_http_upstream_t *u);
 static void weir_http_upstream_downstream(weir_http_request_t *r);
 static void weir_http_upstream_abort_check(weir_http_request_t *r);
 static void weir_http_upstream_process(weir_http_upstream_t *u);
-static weir_buf_t *weir_http_upstream_read_buf(weir_http_upstream_t *u);
+static weir_uint_t weir_http_upstream_client_blocked(weir_http_request_t *r);
+static weir_uint_t weir_http_upstream_more_raws(weir_http_upstream_t *u,
+    weir_http_upstream_raw_t **more);
+static weir_buf_t *weir_http_upstream_read_buf(weir_http_upstream_t *u,
+    weir_uint_t spill);
 static weir_int_t weir_http_upstream_pass(weir_http_upstream_t *u);
 static void weir_http_upstream_update_busy(weir_http_upstream_t *u);
 static weir_http_upstream_raw_t *weir_http_upstream_raw(
@@ -1106,7 +1114,13 @@ weir_http_upstream_free_peer(weir_http_upstream_t *u, weir_uint_t state)
     c = pc->connection;
 
     if (c) {
-        if (c->read->timer_set) {
+        if (state & WEIR_PEER_FAILED) {
+            pc->keepalive = 0;
+        }
+
+        /* a pool re-arms the read timer as its idle timer (lazily, so
+         * the node may stay); what no pool takes is closed below */
+        if (c->read->timer_set && !pc->keepalive) {
             weir_event_del_timer(c->read);
         }
 
@@ -1117,10 +1131,6 @@ weir_http_upstream_free_peer(weir_http_upstream_t *u, weir_uint_t state)
         if (c->read->posted) {
             /* a read budget was spent: not for the pool's handler */
             weir_delete_posted_event(c->read);
-        }
-
-        if (state & WEIR_PEER_FAILED) {
-            pc->keepalive = 0;
         }
 
         if (pc->keepalive) {
@@ -2355,11 +2365,18 @@ weir_http_upstream_head_done(weir_http_upstream_t *u)
     u->cur->status = status;
     u->cur->header_time = weir_current_msec - ctx->attempt_start;
 
-    if (c->read->timer_set) {
-        weir_event_del_timer(c->read);
-    }
+    /*
+     * The read timer stays for the body: the relay re-arms it (lazily)
+     * or removes it while the client is the one to wait for, and a
+     * connection that goes back to the pool keeps the node for its idle
+     * timer. The tunnel's idle time counts from the 101.
+     */
 
     if (status == WEIR_HTTP_SWITCHING_PROTOCOLS) {
+        if (c->read->timer_set) {
+            weir_event_del_timer(c->read);
+        }
+
         if (!u->req.upgrade) {
             weir_log_error(WEIR_LOG_ERR, cc->log, 0,
                            "upstream sent unexpected 101 status");
@@ -2438,6 +2455,7 @@ weir_http_upstream_head_done(weir_http_upstream_t *u)
     ctx->raws[0].buf = b;
     ctx->raws[0].head = 1;
     ctx->nraws = 1;
+    ctx->read_full = (b->last == b->end);
 
     cc->log->action = "reading upstream";
 
@@ -2697,10 +2715,11 @@ weir_http_upstream_spill(weir_http_upstream_t *u, unsigned char *start,
 }
 
 
-/* a buffer to read origin bytes into, or NULL: nothing may be read now */
+/* a buffer to read origin bytes into, or NULL: nothing may be read now
+ * (or, spill 0, nothing but into the temporary file) */
 
 static weir_buf_t *
-weir_http_upstream_read_buf(weir_http_upstream_t *u)
+weir_http_upstream_read_buf(weir_http_upstream_t *u, weir_uint_t spill)
 {
     weir_uint_t                i;
     weir_buf_t                *b;
@@ -2739,7 +2758,7 @@ weir_http_upstream_read_buf(weir_http_upstream_t *u)
         return b;
     }
 
-    if (u->buffering && u->conf->max_temp_file_size > 0
+    if (spill && u->buffering && u->conf->max_temp_file_size > 0
         && ctx->file_offset < u->conf->max_temp_file_size)
     {
         if (ctx->spill == NULL) {
@@ -2769,6 +2788,77 @@ weir_http_upstream_read_buf(weir_http_upstream_t *u)
     }
 
     return NULL;
+}
+
+
+/*
+ * The memory buffers a read into ctx->cur may go on into (one readv() on
+ * a plain connection): the free ones, and new ones while the rest of a
+ * body of known length fills them (never more than proxy_buffers).
+ * Returns how many, in more[].
+ */
+
+static weir_uint_t
+weir_http_upstream_more_raws(weir_http_upstream_t *u,
+    weir_http_upstream_raw_t **more)
+{
+    off_t                      want;
+    weir_buf_t                *b;
+    weir_uint_t                i, n;
+    weir_http_upstream_raw_t  *raw;
+    weir_http_upstream_ctx_t  *ctx;
+
+    ctx = u->pipe;
+
+    if (!u->buffering || ctx->cur == NULL) {
+        return 0;
+    }
+
+    n = 0;
+
+    for (i = 0; i < ctx->nraws && n < WEIR_HTTP_UPSTREAM_READV; i++) {
+        raw = &ctx->raws[i];
+
+        if (raw == ctx->cur || raw->head || raw->views) {
+            continue;
+        }
+
+        raw->buf->pos = raw->buf->start;
+        raw->buf->last = raw->buf->start;
+        more[n++] = raw;
+    }
+
+    /*
+     * New buffers only while the origin sends faster than it is read
+     * (the last read filled all it was given), for the bytes of the body
+     * that the buffers taken so far cannot hold: a slow origin never
+     * makes a request hold all of proxy_buffers at once.
+     */
+
+    if (!ctx->read_full) {
+        return n;
+    }
+
+    want = u->length - (off_t) (ctx->cur->buf->end - ctx->cur->buf->last)
+           - (off_t) n * (off_t) ctx->raw_size;
+
+    while (want > 0 && ctx->nraws <= ctx->maxraws
+           && n < WEIR_HTTP_UPSTREAM_READV)
+    {
+        b = weir_create_temp_buf(u->request->pool, ctx->raw_size);
+        if (b == NULL) {
+            break;
+        }
+
+        raw = &ctx->raws[ctx->nraws++];
+        raw->buf = b;
+        raw->views = 0;
+        more[n++] = raw;
+
+        want -= (off_t) ctx->raw_size;
+    }
+
+    return n;
 }
 
 
@@ -2858,10 +2948,30 @@ weir_http_upstream_update_busy(weir_http_upstream_t *u)
 }
 
 
+/* the client cannot take anything now: what it has waits, and its write
+ * event (armed or posted) comes back to weir_http_upstream_process */
+
+static weir_uint_t
+weir_http_upstream_client_blocked(weir_http_request_t *r)
+{
+    weir_connection_t  *cc;
+
+    cc = r->connection;
+
+    return (r->out || cc->buffered)
+           && (!cc->write->ready || cc->write->posted);
+}
+
+
 /*
- * Moves the response body: passes what is decoded, reads the origin while
- * a buffer is free, stops reading while the client is slow (its write
- * event resumes), finishes when the body ended and was passed on.
+ * Moves the response body: reads the origin while a buffer is free,
+ * passes what is decoded, stops reading while the client is slow (its
+ * write event resumes), finishes when the body ended and was passed on.
+ *
+ * Buffered, what is read is passed on only when the origin has nothing
+ * more for now or every buffer is full (as nginx's event pipe does): the
+ * client gets it in one writev() instead of one per read. Unbuffered,
+ * every read is passed on at once.
  */
 
 static void
@@ -2873,6 +2983,10 @@ weir_http_upstream_process(weir_http_upstream_t *u)
     weir_int_t                 rc;
     weir_err_t                 err;
     weir_buf_t                *b;
+    size_t                     size;
+    weir_uint_t                pass, passed, i, nb;
+    struct iovec               iov[WEIR_HTTP_UPSTREAM_READV + 1];
+    weir_http_upstream_raw_t  *more[WEIR_HTTP_UPSTREAM_READV];
     weir_connection_t         *c, *cc;
     weir_http_request_t       *r;
     weir_http_upstream_ctx_t  *ctx;
@@ -2884,6 +2998,8 @@ weir_http_upstream_process(weir_http_upstream_t *u)
     cc = r->connection;
     total = 0;
     sent = cc->sent;
+    pass = 0;
+    passed = 0;
 
     for ( ;; ) {
         cc->log->action = "sending to client";
@@ -2898,8 +3014,7 @@ weir_http_upstream_process(weir_http_upstream_t *u)
          */
 
         if (u->body_done
-            || !((r->out || cc->buffered)
-                 && (!cc->write->ready || cc->write->posted)))
+            || (pass && !weir_http_upstream_client_blocked(r)))
         {
             rc = weir_http_upstream_pass(u);
 
@@ -2908,7 +3023,11 @@ weir_http_upstream_process(weir_http_upstream_t *u)
                 weir_http_upstream_finalize(u, WEIR_ERROR);
                 return;
             }
+
+            passed = 1;
         }
+
+        pass = 0;
 
         if (u->body_done) {
             if (ctx->sending) {
@@ -2933,7 +3052,18 @@ weir_http_upstream_process(weir_http_upstream_t *u)
             break;
         }
 
-        b = weir_http_upstream_read_buf(u);
+        b = weir_http_upstream_read_buf(u, 0);
+
+        if (b == NULL) {
+            if (!passed && !weir_http_upstream_client_blocked(r)) {
+                /* every memory buffer is full: the client may take them
+                 * (and free them) before anything goes to a file */
+                pass = 1;
+                continue;
+            }
+
+            b = weir_http_upstream_read_buf(u, 1);
+        }
 
         if (b == NULL) {
             /* every buffer waits for the client */
@@ -2958,7 +3088,28 @@ weir_http_upstream_process(weir_http_upstream_t *u)
             break;
         }
 
-        n = c->recv(c, b->last, (size_t) (b->end - b->last));
+        nb = 0;
+
+        if (c->ssl == NULL && !ctx->spilling) {
+            nb = weir_http_upstream_more_raws(u, more);
+        }
+
+        if (nb == 0) {
+            n = c->recv(c, b->last, (size_t) (b->end - b->last));
+
+        } else {
+            iov[0].iov_base = b->last;
+            iov[0].iov_len = (size_t) (b->end - b->last);
+
+            for (i = 0; i < nb; i++) {
+                iov[i + 1].iov_base = more[i]->buf->last;
+                iov[i + 1].iov_len = (size_t) (more[i]->buf->end
+                                               - more[i]->buf->last);
+            }
+
+            n = weir_unix_readv(c, iov, (int) nb + 1);
+        }
+
         err = weir_socket_errno;
 
         if (n == WEIR_AGAIN) {
@@ -2992,16 +3143,58 @@ weir_http_upstream_process(weir_http_upstream_t *u)
 
         u->cur->bytes_received += n;
         total += n;
-        b->pos = b->last;
-        b->last += n;
 
-        if (u->proto->input_filter(u, b) != WEIR_OK) {
-            u->peer.keepalive = 0;
-            (void) weir_http_upstream_pass(u);
-            r->keepalive = 0;
+        size = (size_t) (b->end - b->last);
+
+        for (i = 0; i < nb; i++) {
+            size += iov[i + 1].iov_len;
+        }
+
+        ctx->read_full = ((size_t) n == size);
+
+        /* each buffer filled goes through the input filter in turn */
+
+        for (i = 0; ; i++) {
+            size = weir_min((size_t) n, (size_t) (b->end - b->last));
+
+            b->pos = b->last;
+            b->last += size;
+            n -= size;
+
+            if (u->proto->input_filter(u, b) != WEIR_OK) {
+                u->peer.keepalive = 0;
+                (void) weir_http_upstream_pass(u);
+                r->keepalive = 0;
+                weir_http_upstream_finalize(u, WEIR_ERROR);
+                return;
+            }
+
+            if (n == 0 || i == nb) {
+                break;
+            }
+
+            ctx->cur = more[i];
+            b = more[i]->buf;
+        }
+
+        pass = !u->buffering;
+        passed = 0;
+    }
+
+    /* what was read (and what waited) goes to the client before waiting */
+
+    if (!passed && !weir_http_upstream_client_blocked(r)) {
+        cc->log->action = "sending to client";
+
+        rc = weir_http_upstream_pass(u);
+
+        if (rc == WEIR_ERROR || cc->error) {
+            cc->error = 1;
             weir_http_upstream_finalize(u, WEIR_ERROR);
             return;
         }
+
+        cc->log->action = "reading upstream";
     }
 
     /* wait: for the origin (read timer), or for the client */

@@ -435,9 +435,8 @@ weir_http_upstream_free_keepalive_peer(weir_peer_connection_t *pc,
 
     c->read->delayed = 0;
 
-    if (c->read->timer_set) {
-        weir_event_del_timer(c->read);
-    }
+    /* a read timer still set is re-armed below as the idle timer: with
+     * equal timeouts it keeps its node (weir_event_add_timer is lazy) */
 
     if (c->write->timer_set) {
         weir_event_del_timer(c->write);

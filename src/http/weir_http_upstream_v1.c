@@ -873,7 +873,15 @@ weir_http_upstream_v1_add_header(weir_http_upstream_t *u,
     *p++ = '\0';
 
     h->lowcase_key = p;
-    hash = weir_hash_strlow(p, h->key.data, klen);
+
+    /* the parser lowercased and hashed the name as it went */
+    if (klen <= sizeof(r->lowcase_header) && r->lowcase_index == klen) {
+        weir_memcpy(p, r->lowcase_header, klen);
+        hash = r->header_hash;
+
+    } else {
+        hash = weir_hash_strlow(p, h->key.data, klen);
+    }
 
     /* 0 marks a deleted header */
     h->hash = hash ? hash : 1;

@@ -415,12 +415,12 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
     rev->handler = weir_http_v1_read_head_handler;
 
     /* the whole head must arrive within client_header_timeout from its
-     * first byte: one byte every few seconds does not keep it alive */
+     * first byte: one byte every few seconds does not keep it alive.
+     * weir_http_v1_read_request_header() arms it before it waits, so a
+     * head that came whole in this read never touches the timer tree */
     if (rev->timer_set) {
         weir_event_del_timer(rev);
     }
-
-    weir_event_add_timer(rev, cscf->client_header_timeout);
 
     weir_http_v1_read_head(r);
 }

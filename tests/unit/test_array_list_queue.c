@@ -165,6 +165,38 @@ WEIR_UNIT_TEST(list_parts)
 }
 
 
+WEIR_UNIT_TEST(list_lazy)
+{
+    int           *elt;
+    weir_uint_t    i;
+    weir_list_t    list;
+    weir_pool_t   *pool;
+
+    pool = weir_unit_pool();
+    WEIR_REQUIRE(pool != NULL);
+
+    weir_list_init_lazy(&list, pool, 2, sizeof(int));
+
+    /* empty: nothing allocated, and iterating finds nothing */
+    WEIR_CHECK(list.part.elts == NULL);
+    WEIR_CHECK_INT(list.part.nelts, 0);
+    WEIR_CHECK(list.part.next == NULL);
+
+    for (i = 0; i < 5; i++) {
+        elt = weir_list_push(&list);
+        WEIR_REQUIRE(elt != NULL);
+        *elt = (int) i;
+    }
+
+    WEIR_CHECK(list.part.elts != NULL);
+    WEIR_CHECK_INT(list.part.nelts, 2);
+    WEIR_CHECK_INT(((int *) list.part.elts)[1], 1);
+    WEIR_REQUIRE(list.part.next != NULL);
+    WEIR_CHECK_INT(((int *) list.part.next->elts)[0], 2);
+    WEIR_CHECK_INT(list.last->nelts, 1);
+}
+
+
 WEIR_UNIT_TEST(queue_basics)
 {
     weir_queue_t   head, *q;

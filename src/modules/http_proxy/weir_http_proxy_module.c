@@ -1047,7 +1047,7 @@ weir_http_proxy_create_request(weir_http_request_t *r)
 {
     char                           safe[WEIR_HTTP_PROXY_LOG_SAFE];
     off_t                          len;
-    weir_uint_t                    i, j, set, via_set, connection_upgrade;
+    weir_uint_t                    i, j, n, set, via_set, connection_upgrade;
     weir_str_t                     value, via, *upgrade;
     weir_chain_t                  *cl;
     weir_list_part_t              *part;
@@ -1147,7 +1147,20 @@ weir_http_proxy_create_request(weir_http_request_t *r)
 
     /* the headers: proxy_set_header first, then the client's */
 
-    if (weir_list_init(&req->headers, r->pool, 16, sizeof(weir_http_header_t))
+    /* room for every header that may be sent (the list grows if Via or
+     * anything else needs more): a fixed 16 would take 1 KiB of the
+     * request's pool for the few of a typical request */
+
+    n = plcf->headers ? plcf->headers->nelts : 0;
+
+    if (plcf->pass_request_headers) {
+        for (part = &r->headers_in.headers.part; part; part = part->next) {
+            n += part->nelts;
+        }
+    }
+
+    if (weir_list_init(&req->headers, r->pool, n + 1,
+                       sizeof(weir_http_header_t))
         != WEIR_OK)
     {
         return WEIR_ERROR;
@@ -1552,7 +1565,9 @@ weir_http_proxy_process_header(weir_http_request_t *r)
             continue;
         }
 
-        hash = weir_hash_key(h[i].lowcase_key, h[i].key.len);
+        /* the hash of lowcase_key, but 0 was stored as 1 (0 deletes) */
+        hash = (h[i].hash != 1) ? h[i].hash
+                                : weir_hash_key(h[i].lowcase_key, h[i].key.len);
 
         if (u->conf->hide_headers_hash.buckets
             && weir_hash_find(&u->conf->hide_headers_hash, hash,
