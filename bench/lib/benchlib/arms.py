@@ -1,0 +1,201 @@
+"""What the harness measures, as data: arms, suites and goals.
+
+An arm is one topology: client protocol x origin protocol x TLS on either
+side x mode (reverse now; MITM later), plus the request the load
+generator sends. Adding an HTTP/2 or HTTP/3 arm is adding an Arm here
+(client='h2', ...), teaching the products that support it to render it
+(products.py: Product.supports and the templates), and teaching the
+client runner to speak it (probe.py).
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    client: str = 'h1'          # client protocol: h1 (h2, h3 later)
+    client_tls: bool = False    # TLS between the client and the proxy
+    origin: str = 'h1'          # origin protocol: h1
+    origin_tls: bool = False    # TLS between the proxy and the origin
+    mode: str = 'reverse'       # reverse (mitm later)
+    path: str = '/tiny'         # what the client asks for
+    method: str = 'GET'
+    body: int = 0               # request body bytes (POST)
+    new_conn: bool = False      # a new connection per request
+    probe_args: tuple = ()      # extra weir-probe client options
+    needs: tuple = ()           # weir-probe features the arm needs
+
+    @property
+    def topology(self):
+        side = lambda p, tls: p + ('tls' if tls else '')
+        return '%s->%s' % (side(self.client, self.client_tls),
+                           side(self.origin, self.origin_tls))
+
+    @property
+    def label(self):
+        what = '%s %s' % (self.method, self.path)
+        if self.body:
+            what += ' (%d B body)' % self.body
+        if self.new_conn:
+            what += ', new connection per request'
+        if self.probe_args:
+            what += ', ' + ' '.join(self.probe_args)
+        return '%s %s' % (self.topology, what)
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One goal of the issue, checked where its suite ran.
+
+    metric: throughput | cpu | rss (weir / peer, same run, median of
+    per-repeat ratios), bound (weir / bound), idle_cost (weir's
+    throughput with the idle connections / without), idle_rss (weir's
+    RSS per idle connection / peer's), instr (weir's instructions per
+    request / peer's), crosscheck (tool / weir-probe throughput).
+    op: '>=' or '<=' threshold, or 'within' (|ratio - 1| <= threshold).
+    """
+    text: str
+    arm: str
+    metric: str
+    op: str
+    threshold: float
+    peer: str = 'nginx'
+    bound: float = 0.0
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    kind: str                   # ramp | idle | instr | crosscheck
+    arms: tuple
+    description: str
+    products: tuple = ('weir', 'nginx', 'haproxy', 'caddy', 'direct', 'l4')
+    concurrency: tuple = ()     # fixed steps; () = --concurrency
+    goals: tuple = ()
+    bound: float = 0.0          # a throughput bound to report against
+    p99_ms: float = 0.0         # the objective's p99 bound; 0: --p99
+    options: dict = field(default_factory=dict)
+
+
+TINY = Arm('h1-tiny')
+TLS_TINY = Arm('h1tls-tiny', client_tls=True)
+
+SLOW_ORIGIN_BOUND = 128 / 0.015
+
+
+def _ge_nginx(arm, what):
+    return Goal('%s: weir >= 1.0 x nginx' % what, arm, 'throughput', '>=',
+                1.0)
+
+
+SUITES = (
+    Suite('same', 'ramp', (TINY, TLS_TINY),
+          'tiny GET (64 B), H1 -> H1 and H1 TLS -> H1',
+          goals=(
+              Goal('tiny H1: weir >= 1.15 x nginx', 'h1-tiny', 'throughput',
+                   '>=', 1.15),
+              Goal('tiny H1: weir >= 1.0 x HAProxy', 'h1-tiny',
+                   'throughput', '>=', 1.0, peer='haproxy'),
+              Goal('tiny H1 TLS: weir >= 1.15 x nginx', 'h1tls-tiny',
+                   'throughput', '>=', 1.15),
+              Goal('tiny H1: CPU/request <= 0.85 x nginx', 'h1-tiny', 'cpu',
+                   '<=', 0.85),
+              Goal('tiny H1 TLS: CPU/request <= 0.85 x nginx', 'h1tls-tiny',
+                   'cpu', '<=', 0.85),
+              Goal('tiny H1: peak RSS <= nginx (same step)', 'h1-tiny',
+                   'rss', '<=', 1.0),
+              Goal('tiny H1 TLS: peak RSS <= nginx (same step)',
+                   'h1tls-tiny', 'rss', '<=', 1.0),
+          )),
+    Suite('bodies', 'ramp',
+          (Arm('h1tls-64k', client_tls=True, path='/size/65536'),
+           Arm('h1tls-256k', client_tls=True, path='/size/262144')),
+          '64 KiB and 256 KiB GET over H1 TLS',
+          goals=(_ge_nginx('h1tls-64k', '64 KiB over TLS'),
+                 _ge_nginx('h1tls-256k', '256 KiB over TLS'))),
+    Suite('post', 'ramp',
+          (Arm('h1-post64k', path='/echo', method='POST', body=65536),),
+          '64 KiB POST, echoed back by the origin',
+          goals=(_ge_nginx('h1-post64k', '64 KiB POST'),)),
+    Suite('tls-cost', 'ramp',
+          (Arm('h1tls-keepalive', client_tls=True),
+           Arm('h1tls-newconn', client_tls=True, new_conn=True)),
+          'tiny GET over TLS: keep-alive vs a new TLS connection per '
+          'request (a full handshake each time)',
+          goals=(_ge_nginx('h1tls-newconn', 'new TLS connection per '
+                           'request'),)),
+    Suite('slow-origin', 'ramp',
+          (Arm('h1-delay15', path='/delay/15/tiny'),),
+          'the origin answers after 15 ms; 128 clients: the bound is '
+          '128 / 0.015 = 8,533 req/s',
+          concurrency=(128,), bound=SLOW_ORIGIN_BOUND,
+          goals=(Goal('slow origin: weir >= 95% of the 8,533 req/s bound',
+                      'h1-delay15', 'bound', '>=', 0.95,
+                      bound=SLOW_ORIGIN_BOUND),
+                 _ge_nginx('h1-delay15', 'slow origin'))),
+    Suite('idle', 'idle', (TINY,),
+          'N idle keep-alive connections (--hold, 10,000 by default) held '
+          'open by weir-probe hold while 50 clients send tiny GETs; '
+          'compared with no idle connections',
+          products=('weir', 'nginx', 'haproxy', 'caddy'),
+          concurrency=(50,), options={'hold': 10000},
+          goals=(Goal('idle: 10,000 idle connections cost weir <= 10% of '
+                      'its throughput', 'h1-tiny', 'idle_cost', '>=', 0.90),
+                 Goal('idle: weir RSS per idle connection <= nginx',
+                      'h1-tiny', 'idle_rss', '<=', 1.0))),
+    Suite('slow-consumer', 'ramp',
+          (Arm('h1-slowread256k', path='/size/262144',
+               probe_args=('--read-pause', '16384:8', '--rcvbuf', '16384'),
+               needs=('--read-pause', '--rcvbuf')),),
+          '256 KiB GET; the client reads 16 KiB then pauses 8 ms '
+          '(16 pauses per response: p99 bound 1 s)',
+          p99_ms=1000.0,
+          goals=(_ge_nginx('h1-slowread256k', 'slow consumer'),)),
+    Suite('early-response', 'ramp',
+          (Arm('h1-early', path='/early', method='POST', body=65536),),
+          '64 KiB POST that the origin answers after its first 8 KiB',
+          goals=(_ge_nginx('h1-early', 'early response'),)),
+    Suite('websocket', 'ramp',
+          (Arm('h1-ws64', path='/ws', probe_args=('--ws', '64'),
+               needs=('--ws',)),),
+          'WebSocket echo of 64-byte messages: round trips per second',
+          goals=(_ge_nginx('h1-ws64', 'WebSocket echo'),)),
+    Suite('instr', 'instr', (TINY, TLS_TINY),
+          'instructions per request under valgrind --tool=callgrind, '
+          '(Ir(N2) - Ir(N1)) / (N2 - N1) at 4 connections',
+          products=('weir', 'nginx', 'haproxy'),
+          goals=(Goal('tiny H1: instructions/request <= 0.85 x nginx',
+                      'h1-tiny', 'instr', '<=', 0.85),
+                 Goal('tiny H1 TLS: instructions/request <= 0.85 x nginx',
+                      'h1tls-tiny', 'instr', '<=', 0.85))),
+    Suite('crosscheck', 'crosscheck', (TINY,),
+          'the generator itself on the direct arm: weir-probe vs wrk -t1 '
+          'vs h2load --h1 -t1, same concurrency and duration',
+          products=('direct',),
+          goals=(Goal('crosscheck: wrk within +-15% of weir-probe',
+                      'h1-tiny', 'crosscheck', 'within', 0.15, peer='wrk'),
+                 Goal('crosscheck: h2load within +-15% of weir-probe',
+                      'h1-tiny', 'crosscheck', 'within', 0.15,
+                      peer='h2load'))),
+)
+
+SUITE_NAMES = tuple(s.name for s in SUITES)
+
+
+def suite(name):
+    for s in SUITES:
+        if s.name == name:
+            return s
+    raise KeyError(name)
+
+
+def select(names):
+    """Suites named by a comma-separated list ('all' for all), in the
+    order of SUITES; raises KeyError for an unknown name."""
+    wanted = [n.strip() for n in names.split(',') if n.strip()]
+    if 'all' in wanted:
+        return list(SUITES)
+    for n in wanted:
+        suite(n)
+    return [s for s in SUITES if s.name in wanted]

@@ -1,0 +1,178 @@
+"""Who is measured: weir, the peers (nginx, HAProxy, Caddy), and the two
+ceilings (direct: the client straight to the origin; l4: HAProxy in TCP
+mode). A product renders its configuration from bench/peers/ and says
+how it is started, stopped and run single-process under callgrind.
+
+Adding a product: a Product subclass here with its template in
+bench/peers/, and its name in PRODUCTS (and in the suites' product
+lists in arms.py where it applies).
+"""
+
+import os
+import signal
+
+from . import probe as probemod
+from . import template
+
+PEERS_DIR = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))), 'peers')
+
+
+class Product:
+    name = ''
+    binary = ''             # the executable: a name on PATH or a path
+    template = ''           # file in bench/peers/
+    conf_name = ''          # the rendered file's name in the run dir
+    stop_signals = (signal.SIGTERM,)
+    instr_stop_signals = (signal.SIGQUIT, signal.SIGTERM)
+    proxy = True            # False: no process of its own (direct)
+
+    def path(self):
+        if os.sep in self.binary:
+            return self.binary if os.access(self.binary, os.X_OK) else None
+        return probemod.which(self.binary)
+
+    def available(self):
+        """None when it can run here, else why not."""
+        if self.path() is None:
+            return '%s not found (%s): install it with bench/deps' % (
+                self.name, self.binary)
+        return None
+
+    def supports(self, arm):
+        """None when the product can run the arm, else why not."""
+        if arm.client != 'h1' or arm.origin != 'h1' or arm.origin_tls:
+            return 'not yet: %s' % arm.topology
+        if arm.mode != 'reverse':
+            return 'not yet: mode %s' % arm.mode
+        return None
+
+    def values(self, ctx):
+        """The template's values: ctx (port, origin_port, tls, cert, key,
+        pem, workers, conns, nofile, rundir, single) plus our own."""
+        return dict(ctx)
+
+    def render(self, ctx):
+        with open(os.path.join(PEERS_DIR, self.template)) as f:
+            return template.render(f.read(), self.values(ctx))
+
+    def argv(self, conf, ctx):
+        raise NotImplementedError
+
+    def max_connections(self, conns, nofile):
+        """How many client connections the rendered configuration
+        accepts at most."""
+        return conns
+
+    def env(self, ctx):
+        return {}
+
+
+class Weir(Product):
+    name = 'weir'
+    template = 'weir.conf'
+    conf_name = 'weir.conf'
+
+    def __init__(self, binary):
+        self.binary = os.path.abspath(binary)
+
+    def argv(self, conf, ctx):
+        # master_process off (callgrind) is in the configuration
+        return [self.path(), '-p', ctx['rundir'] + '/', '-c', conf,
+                '-e', os.path.join(ctx['rundir'], 'startup.log')]
+
+
+class Nginx(Product):
+    name = 'nginx'
+    binary = 'nginx'
+    template = 'nginx.conf'
+    conf_name = 'nginx.conf'
+
+    def argv(self, conf, ctx):
+        g = 'daemon off;' + (' master_process off;' if ctx['single'] else '')
+        for d in ('body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'):
+            os.makedirs(os.path.join(ctx['rundir'], 'nginx-tmp', d),
+                        exist_ok=True)
+        return [self.path(), '-p', ctx['rundir'] + '/', '-c', conf,
+                '-e', os.path.join(ctx['rundir'], 'startup.log'), '-g', g]
+
+
+class HAProxy(Product):
+    name = 'haproxy'
+    binary = 'haproxy'
+    template = 'haproxy.cfg'
+    conf_name = 'haproxy.cfg'
+    l4 = False
+    # SIGUSR1: soft stop (the process exits when its connections are done)
+    instr_stop_signals = (signal.SIGUSR1, signal.SIGTERM)
+
+    def values(self, ctx):
+        v = dict(ctx)
+        v['l4'] = self.l4
+        v['maxconn'] = self.maxconn(ctx)
+        return v
+
+    @staticmethod
+    def maxconn(ctx):
+        return min(ctx['conns'], (ctx['nofile'] - 100) // 2)
+
+    def max_connections(self, conns, nofile):
+        return self.maxconn({'conns': conns, 'nofile': nofile})
+
+    def argv(self, conf, ctx):
+        return [self.path(), '-db', '-f', conf]
+
+
+class HAProxyL4(HAProxy):
+    """The L4 ceiling: HAProxy in mode tcp; TLS terminated by the bind
+    on TLS arms, bytes relayed."""
+    name = 'l4'
+    l4 = True
+
+
+class Caddy(Product):
+    name = 'caddy'
+    binary = 'caddy'
+    template = 'Caddyfile'
+    conf_name = 'Caddyfile'
+    stop_signals = (signal.SIGINT, signal.SIGTERM)
+
+    def argv(self, conf, ctx):
+        return [self.path(), 'run', '--config', conf, '--adapter',
+                'caddyfile']
+
+    def env(self, ctx):
+        d = ctx['rundir']
+        return {'XDG_DATA_HOME': os.path.join(d, 'xdg-data'),
+                'XDG_CONFIG_HOME': os.path.join(d, 'xdg-config'),
+                'HOME': d, 'GOMAXPROCS': str(ctx['workers'])}
+
+
+class Direct(Product):
+    """The ceiling: the client straight to the origin, no proxy."""
+    name = 'direct'
+    proxy = False
+
+    def available(self):
+        return None
+
+    def supports(self, arm):
+        if arm.client_tls != arm.origin_tls:
+            return 'n/a: the origin speaks plain HTTP, the arm TLS'
+        return Product.supports(self, arm)
+
+
+PRODUCT_NAMES = ('weir', 'nginx', 'haproxy', 'caddy', 'direct', 'l4')
+
+
+def make(names, weir_binary):
+    """Product objects for the names, in the order given."""
+    table = {'weir': lambda: Weir(weir_binary), 'nginx': Nginx,
+             'haproxy': HAProxy, 'caddy': Caddy, 'direct': Direct,
+             'l4': HAProxyL4}
+    out = []
+    for n in names:
+        if n not in table:
+            raise KeyError(n)
+        out.append(table[n]())
+    return out

@@ -1,0 +1,507 @@
+"""Runs suites: starts the origin and the products, takes turns between
+them step by step, measures, and collects one row per measurement.
+
+Every process is started through procs.Proc and stopped in a finally
+clause (bench/run also stops whatever is left on exit or Ctrl-C)."""
+
+import os
+import re
+import signal
+import time
+
+from . import procs
+from . import stats
+from .probe import Probe, origin_stats, parse_csv, parse_h2load, parse_wrk
+from .probe import probe_cpu_pct, which
+
+# the columns of results.csv, in order
+COLUMNS = (
+    'suite', 'arm', 'topology', 'product', 'tool', 'repeat', 'turn',
+    'conns', 'hold', 'duration_s', 'requests', 'rps', 'errors',
+    'err_connect', 'err_timeout', 'err_read', 'err_write', 'status_4xx',
+    'status_5xx', 'status_other', 'p50_us', 'p90_us', 'p99_us', 'p999_us',
+    'max_us', 'mean_us', 'meets', 'proxy_cpu_s', 'cpu_us_per_req',
+    'rss_kib', 'hwm_kib', 'probe_cpu_pct', 'origin_conns', 'instr_n',
+    'instr_ir', 'note',
+)
+
+PROBE_COLUMNS = ('duration_s', 'requests', 'rps', 'errors', 'err_connect',
+                 'err_timeout', 'err_read', 'err_write', 'status_4xx',
+                 'status_5xx', 'status_other', 'p50_us', 'p90_us',
+                 'p99_us', 'p999_us', 'max_us', 'mean_us')
+
+
+class Settings:
+    """The run's options (from the command line)."""
+
+    def __init__(self, **kw):
+        self.repeat = 3
+        self.concurrency = (8, 16, 32, 64)
+        self.duration = 2.0
+        self.warmup = 0.5
+        self.pin = False
+        self.workers = 1
+        self.p99_ms = 50.0
+        self.smoke = False
+        self.hold = None          # idle connections; None: the suite's
+        self.instr_n = (2000, 12000)
+        self.instr_warmup = 200
+        self.__dict__.update(kw)
+
+
+class Running:
+    """A product up and serving: its process (None for direct), its port
+    and its run folder."""
+
+    def __init__(self, product, proc, port, rundir, tls):
+        self.product = product
+        self.proc = proc
+        self.port = port
+        self.rundir = rundir
+        self.tls = tls
+
+    def url(self, path):
+        return '%s://127.0.0.1:%d%s' % ('https' if self.tls else 'http',
+                                        self.port, path)
+
+
+class Runner:
+
+    def __init__(self, settings, products, probe_path, rundir, tls_paths,
+                 nofile, log):
+        self.s = settings
+        self.products = products
+        self.probe = Probe(probe_path)
+        self.rundir = rundir
+        self.tls_paths = tls_paths
+        self.nofile = nofile
+        self.conns = max(12000, min(16384, nofile - 256))
+        self.log = log
+        self.rows = []
+        self.notes = []           # (suite, text): shown in the summary
+        self.failures = []        # (suite, text): make the run fail
+        self.seq = 0
+
+    # ----- helpers
+
+    def note(self, suite, text):
+        self.notes.append((suite.name, text))
+        self.log('  note: ' + text)
+
+    def fail(self, suite, text):
+        self.failures.append((suite.name, text))
+        self.log('  FAILED: ' + text)
+
+    def cpu0(self):
+        return ['taskset', '-c', '0'] if self.s.pin else []
+
+    def cpu1(self):
+        return ['taskset', '-c', '1'] if self.s.pin else []
+
+    def subdir(self, *parts):
+        d = os.path.join(self.rundir, *parts)
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    def steps(self, suite):
+        if self.s.smoke:
+            return (4,)
+        return suite.concurrency or self.s.concurrency
+
+    def suite_products(self, suite, arm):
+        """The products of the suite (those asked for), with a note for
+        each that cannot run the arm."""
+        out = []
+        for p in self.products:
+            if p.name not in suite.products:
+                continue
+            why = p.available() or p.supports(arm)
+            if why:
+                self.note(suite, '%s %s skipped: %s' % (arm.name, p.name,
+                                                        why))
+                continue
+            out.append(p)
+        return out
+
+    def start_origin(self, suite, alone=False):
+        """The origin shares CPU 0 with the generator, the proxy having
+        CPU 1; with no proxy in the path (alone: the crosscheck of the
+        generators) it takes the proxy's core, so each generator is
+        measured by its own cost, not by what it leaves the origin."""
+        d = self.subdir(suite.name)
+        return self.probe.origin(d, prefix=self.cpu1() if alone
+                                 else self.cpu0())
+
+    def start(self, product, arm, origin_port, rundir, single=False,
+              wrapper=(), ready_timeout=10.0):
+        """Renders the product's configuration into rundir and starts it;
+        returns Running. Raises procs.ProcError when it does not serve."""
+        tls = arm.client_tls
+        if not product.proxy:
+            return Running(product, None, origin_port, rundir, tls)
+        port = procs.free_port()
+        ctx = {'port': port, 'origin_port': origin_port, 'tls': tls,
+               'cert': self.tls_paths['cert'], 'key': self.tls_paths['key'],
+               'pem': self.tls_paths['pem'],
+               'workers': 1 if single else self.s.workers,
+               'conns': self.conns, 'nofile': self.nofile, 'rundir': rundir,
+               'single': single}
+        conf = os.path.join(rundir, product.conf_name)
+        with open(conf, 'w') as f:
+            f.write(product.render(ctx))
+        argv = list(wrapper) + product.argv(conf, ctx)
+        proc = procs.Proc(product.name, argv, rundir, env=product.env(ctx),
+                          cwd=rundir)
+        try:
+            procs.wait_ready(proc, port, '/tiny', tls, ready_timeout)
+        except procs.ProcError:
+            proc.stop(product.stop_signals, grace=2.0)
+            raise
+        return Running(product, proc, port, rundir, tls)
+
+    def stop(self, running, signals=None, grace=5.0):
+        if running and running.proc:
+            running.proc.stop(signals or running.product.stop_signals,
+                              grace)
+
+    def run_probe(self, argv, name, timeout):
+        """Runs one weir-probe client; returns its CSV row or None."""
+        status, out, err = procs.run(self.cpu0() + argv, timeout,
+                                     self.subdir('raw'), name)
+        row = parse_csv(out)
+        if row is None:
+            self.log('  no CSV from weir-probe (status %s): %s'
+                     % (status, procs.tail(err or out, 3)))
+        return row
+
+    def client_argv(self, arm, running, conns, duration, warmup=0,
+                    requests=None):
+        return self.probe.client_argv(
+            [running.url(arm.path)], conns, duration, warmup, requests,
+            arm.method, arm.body, arm.new_conn, arm.probe_args)
+
+    # ----- one measurement
+
+    def measure(self, suite, arm, running, conns, repeat, turn,
+                origin_port, hold=0):
+        """One step: warm-up (a separate probe run), then the "before"
+        samples, the measured run, the "after" samples. Returns the row
+        (also appended to self.rows)."""
+        self.seq += 1
+        name = '%04d-%s-%s-%s-r%d-c%d%s' % (
+            self.seq, suite.name, arm.name, running.product.name, repeat,
+            conns, '-hold' if hold else '')
+        s = self.s
+        warmup = 0 if s.smoke else s.warmup
+        if warmup:
+            self.run_probe(self.client_argv(arm, running, conns, warmup),
+                           name + '-warmup', warmup + 30)
+        pid = running.proc.pid if running.proc else None
+        cpu0 = procs.cpu_seconds(pid) if pid else None
+        conns0 = origin_stats(origin_port).get('connections')
+        row = self.run_probe(self.client_argv(arm, running, conns,
+                                              s.duration),
+                             name, s.duration + 30)
+        cpu1 = procs.cpu_seconds(pid) if pid else None
+        rss, hwm = procs.memory_kib(pid) if pid else (None, None)
+        conns1 = origin_stats(origin_port).get('connections')
+        out = {c: '' for c in COLUMNS}
+        out.update(suite=suite.name, arm=arm.name, topology=arm.topology,
+                   product=running.product.name, tool='weir-probe',
+                   repeat=repeat, turn=turn, conns=conns, hold=hold)
+        if row is None:
+            out['note'] = 'no result: see raw/%s.log' % name
+            self.fail(suite, '%s %s c=%d: weir-probe gave no result'
+                      % (arm.name, running.product.name, conns))
+        else:
+            for c in PROBE_COLUMNS:
+                out[c] = row.get(c, '')
+            out['meets'] = int(stats.meets(row, suite.p99_ms or s.p99_ms))
+            out['probe_cpu_pct'] = _round(probe_cpu_pct(row), 1)
+            if pid:
+                out['proxy_cpu_s'] = round(cpu1 - cpu0, 3)
+                per = stats.per_request(cpu1 - cpu0, row.get('requests'))
+                out['cpu_us_per_req'] = _round(per and per * 1e6, 2)
+                out['rss_kib'], out['hwm_kib'] = rss, hwm
+            if not row.get('requests'):
+                out['note'] = 'nothing measured: see raw/%s.log' % name
+                self.fail(suite, '%s %s c=%d: no request succeeded'
+                          % (arm.name, running.product.name, conns))
+        if conns0 is not None and conns1 is not None:
+            # minus our own /stats connection of the "after" sample
+            out['origin_conns'] = conns1 - conns0 - 1
+        if running.proc and not running.proc.alive():
+            self.fail(suite, '%s died during %s' % (running.product.name,
+                                                    name))
+        self.rows.append(out)
+        self.log('  %-8s %-16s r%d c=%-4d %s' % (
+            running.product.name, arm.name, repeat, conns, _brief(out)))
+        return out
+
+    # ----- suites
+
+    def run_suite(self, suite):
+        self.log('== suite %s: %s' % (suite.name, suite.description))
+        kind = {'ramp': self.run_ramp, 'idle': self.run_idle,
+                'instr': self.run_instr,
+                'crosscheck': self.run_crosscheck}[suite.kind]
+        try:
+            kind(suite)
+        except procs.ProcError as e:
+            self.fail(suite, str(e))
+
+    def arm_runnable(self, suite, arm):
+        missing = self.probe.missing(arm.needs)
+        if missing:
+            self.note(suite, '%s skipped: this weir-probe lacks %s'
+                      % (arm.name, ', '.join(missing)))
+            return False
+        if arm.path.startswith('/ws') and 'origin-ws' not in \
+                self.probe.features:
+            self.note(suite, '%s skipped: this weir-probe origin has no '
+                      '/ws' % arm.name)
+            return False
+        return True
+
+    def start_all(self, suite, arm, products, origin_port):
+        running = []
+        for p in products:
+            d = self.subdir(suite.name, arm.name, p.name)
+            try:
+                running.append(self.start(p, arm, origin_port, d,
+                                          wrapper=self.cpu1()))
+            except procs.ProcError as e:
+                self.fail(suite, '%s %s did not start: %s'
+                          % (arm.name, p.name, e))
+        return running
+
+    def run_ramp(self, suite):
+        """All products up at once; for each repeat and each step, each
+        product takes its turn in the order rotated by the repeat."""
+        origin, origin_port = self.start_origin(suite)
+        try:
+            for arm in suite.arms:
+                if not self.arm_runnable(suite, arm):
+                    continue
+                products = self.suite_products(suite, arm)
+                running = self.start_all(suite, arm, products, origin_port)
+                try:
+                    for r in range(self.s.repeat):
+                        for c in self.steps(suite):
+                            for turn, run in enumerate(
+                                    stats.rotate(running, r)):
+                                self.measure(suite, arm, run, c, r, turn,
+                                             origin_port)
+                finally:
+                    for run in running:
+                        self.stop(run)
+        finally:
+            origin.stop()
+
+    def run_idle(self, suite):
+        """Per repeat and product (rotated): a fresh proxy, a step with no
+        idle connections, then `weir-probe hold` opens N idle ones and
+        the same step runs again; RSS from the end of each step."""
+        hold_n = self.s.hold or suite.options.get('hold', 10000)
+        if 'hold' not in self.probe.features:
+            self.note(suite, 'skipped: this weir-probe has no hold command')
+            return
+        active = max(self.steps(suite)) + 50
+        origin, origin_port = self.start_origin(suite)
+        try:
+            for arm in suite.arms:
+                products = self.suite_products(suite, arm)
+                holds = {}
+                for p in products:
+                    cap = p.max_connections(self.conns, self.nofile)
+                    holds[p.name] = min(hold_n, cap - active)
+                    if holds[p.name] < hold_n:
+                        self.note(suite, '%s accepts at most %d connections '
+                                  '(RLIMIT_NOFILE %d): it holds %d idle ones '
+                                  'instead of %d' % (p.name, cap, self.nofile,
+                                                     holds[p.name], hold_n))
+                for r in range(self.s.repeat):
+                    for turn, p in enumerate(stats.rotate(products, r)):
+                        self.idle_turn(suite, arm, p, r, turn, origin_port,
+                                       holds[p.name])
+        finally:
+            origin.stop()
+
+    def idle_turn(self, suite, arm, product, r, turn, origin_port, hold_n):
+        d = self.subdir(suite.name, arm.name, '%s-r%d' % (product.name, r))
+        try:
+            run = self.start(product, arm, origin_port, d,
+                             wrapper=self.cpu1())
+        except procs.ProcError as e:
+            self.fail(suite, '%s did not start: %s' % (product.name, e))
+            return
+        hold = None
+        try:
+            for c in self.steps(suite):
+                self.measure(suite, arm, run, c, r, turn, origin_port)
+            hold, idle = self.probe.hold(run.url(arm.path), hold_n, d,
+                                         prefix=self.cpu0(),
+                                         timeout=60 + hold_n / 200)
+            if idle < hold_n:
+                self.note(suite, '%s: only %d of %d idle connections open'
+                          % (product.name, idle, hold_n))
+            for c in self.steps(suite):
+                self.measure(suite, arm, run, c, r, turn, origin_port,
+                             hold=idle)
+        except procs.ProcError as e:
+            self.fail(suite, '%s: %s' % (product.name, e))
+        finally:
+            if hold:
+                hold.stop((signal.SIGTERM,), grace=5.0)
+            self.stop(run)
+
+    def run_instr(self, suite):
+        """Instructions per request under callgrind: for each arm and
+        product, two runs of N1 and N2 requests; (Ir2 - Ir1) / (N2 - N1)
+        cancels start-up and shutdown."""
+        if which('valgrind') is None:
+            self.note(suite, 'skipped: valgrind not found (bench/deps)')
+            return
+        n1, n2 = (50, 250) if self.s.smoke else self.s.instr_n
+        warm = 10 if self.s.smoke else self.s.instr_warmup
+        origin, origin_port = self.start_origin(suite)
+        try:
+            for arm in suite.arms:
+                for p in self.suite_products(suite, arm):
+                    if not p.proxy:
+                        continue
+                    for n in (n1, n2):
+                        self.instr_run(suite, arm, p, n, warm, origin_port)
+        finally:
+            origin.stop()
+
+    def instr_run(self, suite, arm, product, n, warm, origin_port):
+        d = self.subdir(suite.name, arm.name, '%s-n%d' % (product.name, n))
+        cg = os.path.join(d, 'callgrind.out')
+        wrapper = ['valgrind', '--tool=callgrind',
+                   '--callgrind-out-file=' + cg]
+        out = {c: '' for c in COLUMNS}
+        out.update(suite=suite.name, arm=arm.name, topology=arm.topology,
+                   product=product.name, tool='callgrind', repeat=0,
+                   turn=0, conns=4, hold=0, instr_n=n)
+        try:
+            run = self.start(product, arm, origin_port, d, single=True,
+                             wrapper=wrapper, ready_timeout=60.0)
+        except procs.ProcError as e:
+            self.fail(suite, '%s %s under callgrind did not start: %s'
+                      % (arm.name, product.name, e))
+            return
+        try:
+            tag = '%s-%s-%s-n%d' % (suite.name, arm.name, product.name, n)
+            self.run_probe(self.client_argv(arm, run, 4, 120,
+                                            requests=warm),
+                           tag + '-warmup', 150)
+            row = self.run_probe(self.client_argv(arm, run, 4, 300,
+                                                  requests=n),
+                                 tag, 330)
+        finally:
+            self.stop(run, product.instr_stop_signals, grace=30.0)
+        ir = callgrind_ir(cg)
+        if row:
+            for c in PROBE_COLUMNS:
+                out[c] = row.get(c, '')
+        out['instr_ir'] = ir if ir is not None else ''
+        if ir is None or not row or not row.get('requests'):
+            out['note'] = 'no result'
+            self.fail(suite, '%s %s n=%d: no instruction count'
+                      % (arm.name, product.name, n))
+        self.rows.append(out)
+        self.log('  %-8s %-16s n=%-6d Ir %s, %s requests, %s errors'
+                 % (product.name, arm.name, n, ir,
+                    out['requests'], out['errors']))
+
+    def run_crosscheck(self, suite):
+        """The direct arm with weir-probe, wrk -t1 and h2load --h1 -t1 in
+        turns: same concurrency, same (whole-second) duration."""
+        arm = suite.arms[0]
+        tools = ['weir-probe']
+        for t in ('wrk', 'h2load'):
+            if which(t):
+                tools.append(t)
+            else:
+                self.note(suite, '%s not found: its ratio is n/a' % t)
+        duration = max(1, int(round(self.s.duration)))
+        warmup = 0 if self.s.smoke else self.s.warmup
+        origin, origin_port = self.start_origin(suite, alone=True)
+        try:
+            direct = Running(None, None, origin_port, None, False)
+            url = direct.url(arm.path)
+            for r in range(self.s.repeat):
+                for c in self.steps(suite):
+                    if warmup:
+                        self.run_probe(self.probe.client_argv(
+                            [url], c, warmup), 'crosscheck-warmup',
+                            warmup + 30)
+                    for turn, t in enumerate(stats.rotate(tools, r)):
+                        self.cross_one(suite, arm, t, url, c, duration, r,
+                                       turn)
+        finally:
+            origin.stop()
+
+    def cross_one(self, suite, arm, tool, url, c, duration, r, turn):
+        self.seq += 1
+        name = '%04d-%s-%s-r%d-c%d' % (self.seq, suite.name, tool, r, c)
+        out = {col: '' for col in COLUMNS}
+        out.update(suite=suite.name, arm=arm.name, topology=arm.topology,
+                   product='direct', tool=tool, repeat=r, turn=turn,
+                   conns=c, hold=0, duration_s=duration)
+        if tool == 'weir-probe':
+            row = self.run_probe(self.probe.client_argv([url], c, duration),
+                                 name, duration + 30)
+            if row:
+                for col in PROBE_COLUMNS:
+                    out[col] = row.get(col, '')
+                out['probe_cpu_pct'] = _round(probe_cpu_pct(row), 1)
+        else:
+            if tool == 'wrk':
+                argv = ['wrk', '-t1', '-c%d' % c, '-d%ds' % duration, url]
+                parse = parse_wrk
+            else:
+                argv = ['h2load', '--h1', '-t1', '-c%d' % c,
+                        '-D%d' % duration, url]
+                parse = parse_h2load
+            _, text, err = procs.run(self.cpu0() + argv, duration + 30,
+                                     self.subdir('raw'), name)
+            row = parse(text + err)
+            if row:
+                out.update((k, v) for k, v in row.items() if v is not None)
+        if not row or not row.get('rps'):
+            out['note'] = 'no result: see raw/%s.log' % name
+            self.fail(suite, '%s c=%d gave no result' % (tool, c))
+        self.rows.append(out)
+        self.log('  %-10s r%d c=%-4d %s req/s' % (tool, r, c, out['rps']))
+
+
+def callgrind_ir(path):
+    """Ir from a callgrind out file's summary: (or totals:) line."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    for key in ('summary', 'totals'):
+        m = re.search(r'^%s:\s+(\d+)' % key, text, re.M)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _round(x, nd):
+    return '' if x is None else round(x, nd)
+
+
+def _brief(row):
+    if row.get('rps') in ('', None):
+        return row.get('note', '')
+    text = '%8.0f req/s  p99 %6.2f ms  err %s' % (
+        row['rps'], (row['p99_us'] or 0) / 1000.0, row['errors'])
+    if row.get('cpu_us_per_req') not in ('', None):
+        text += '  cpu %5.1f us/req' % row['cpu_us_per_req']
+    if row.get('origin_conns') not in ('', None):
+        text += '  origin conns %s' % row['origin_conns']
+    return text

@@ -1,0 +1,232 @@
+"""The benchmark harness' pure parts (bench/lib/benchlib): ramp
+selection, medians and ratios, template and configuration rendering,
+CSV and report parsing. No process is started: `make test` runs the
+harness itself as its own stage (bench/run --smoke)."""
+
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, 'bench', 'lib'))
+
+from benchlib import arms, products, report, stats, template  # noqa: E402
+from benchlib.probe import (parse_csv, parse_h2load, parse_stats,  # noqa
+                            parse_wrk, probe_cpu_pct)
+from benchlib.runner import COLUMNS, callgrind_ir  # noqa: E402
+
+
+def step(conns, rps, errors=0, p99_ms=1.0, requests=1000):
+    return {'conns': conns, 'rps': rps, 'errors': errors,
+            'p99_us': p99_ms * 1000.0, 'requests': requests}
+
+
+def test_sustainable_is_the_highest_step_meeting_the_objective():
+    steps = [step(8, 100), step(16, 180), step(32, 200, p99_ms=60),
+             step(64, 210, errors=1)]
+    assert stats.sustainable(steps, 50)['conns'] == 16
+    assert stats.sustainable(steps, 100)['conns'] == 32
+    assert stats.peak(steps)['conns'] == 64
+
+
+def test_sustainable_none_and_empty_steps():
+    assert stats.sustainable([step(8, 100, errors=3)], 50) is None
+    assert stats.sustainable([step(8, 0, requests=0)], 50) is None
+    assert stats.sustainable([], 50) is None
+    assert stats.peak([]) is None
+
+
+def test_median_and_ratios():
+    assert stats.median([3, 1, 2]) == 2
+    assert stats.median([4, 1, 2, 3]) == 2.5
+    assert stats.median([None, 5]) == 5
+    assert stats.median([]) is None
+    # per-repeat ratios first, then the median: 1.2, 0.5, 1.5
+    weir = {0: 120, 1: 50, 2: 150}
+    nginx = {0: 100, 1: 100, 2: 100}
+    assert stats.ratio_median(weir, nginx) == pytest.approx(1.2)
+    assert stats.ratio_median({0: 1}, {0: 0}) is None
+    assert stats.ratio_median({}, {0: 1}) is None
+
+
+def test_rotation_alternates_the_order():
+    assert stats.rotate('ABC', 0) == ['A', 'B', 'C']
+    assert stats.rotate('ABC', 1) == ['B', 'C', 'A']
+    assert stats.rotate('ABC', 4) == ['B', 'C', 'A']
+    assert stats.rotate([], 3) == []
+
+
+def test_goal_checks():
+    assert stats.check('>=', 1.2, 1.15)
+    assert not stats.check('<=', 0.9, 0.85)
+    assert stats.check('within', 0.86, 0.15)
+    assert not stats.check('within', 1.2, 0.15)
+    assert stats.check('>=', None, 1.0) is None
+
+
+def test_template_sections_and_variables():
+    t = 'listen {{port}}{{#tls}} ssl{{/tls}};{{^tls}} plain{{/tls}} $host'
+    assert template.render(t, {'port': 80, 'tls': True}) == \
+        'listen 80 ssl; $host'
+    assert template.render(t, {'port': 80, 'tls': False}) == \
+        'listen 80; plain $host'
+    with pytest.raises(KeyError):
+        template.render('{{nope}}', {})
+
+
+def ctx(tls, single=False):
+    return {'port': 20200, 'origin_port': 20201, 'tls': tls,
+            'cert': '/r/leaf.crt', 'key': '/r/leaf.key', 'pem': '/r/p.pem',
+            'workers': 1, 'conns': 16384, 'nofile': 20000, 'rundir': '/r',
+            'single': single}
+
+
+@pytest.mark.parametrize('name', products.PRODUCT_NAMES)
+@pytest.mark.parametrize('tls', (False, True))
+def test_every_peer_configuration_renders(name, tls):
+    p = products.make([name], '/bin/true')[0]
+    if not p.proxy:
+        return
+    text = p.render(ctx(tls))
+    assert '{{' not in text and '}}' not in text
+    assert '20200' in text and '20201' in text
+    assert ('/r/leaf.crt' in text or '/r/p.pem' in text) == tls
+
+
+def test_weir_and_nginx_are_configured_alike():
+    for name in ('weir', 'nginx'):
+        p = products.make([name], '/bin/true')[0]
+        text = p.render(ctx(True))
+        for line in ('access_log off;', 'keepalive 1024;',
+                     'keepalive_requests 1000000;', 'proxy_buffers 8 16k;',
+                     'proxy_http_version 1.1;', 'worker_connections 16384;',
+                     'proxy_set_header Connection $connection_upgrade;',
+                     'ssl_protocols TLSv1.3;'):
+            assert line in text, (name, line)
+    weir = products.make(['weir'], '/bin/true')[0]
+    assert 'master_process off;' in weir.render(ctx(False, single=True))
+    assert 'master_process' not in weir.render(ctx(False))
+
+
+def test_haproxy_modes_and_connection_limit():
+    h, l4 = products.make(['haproxy', 'l4'], '/bin/true')
+    lines = [x.strip() for x in h.render(ctx(False)).splitlines()]
+    assert 'mode http' in lines and 'mode tcp' not in lines
+    assert 'server origin 127.0.0.1:20201 pool-max-conn 1024' in lines
+    text = l4.render(ctx(True))
+    lines = [x.strip() for x in text.splitlines()]
+    assert 'mode tcp' in lines and 'mode http' not in lines
+    assert 'bind 127.0.0.1:20200 ssl crt /r/p.pem' in lines
+    # two descriptors per connection
+    assert h.max_connections(16384, 20000) == 9950
+    assert h.max_connections(16384, 65536) == 16384
+
+
+def test_direct_is_not_applicable_to_tls_arms():
+    d = products.make(['direct'], '/bin/true')[0]
+    assert d.supports(arms.TINY) is None
+    assert 'n/a' in d.supports(arms.TLS_TINY)
+
+
+def test_suites_are_well_formed():
+    names = [s.name for s in arms.SUITES]
+    assert len(names) == len(set(names))
+    for s in arms.SUITES:
+        armnames = {a.name for a in s.arms}
+        for g in s.goals:
+            assert g.arm in armnames, (s.name, g.text)
+    assert [s.name for s in arms.select('post,same')] == ['same', 'post']
+    assert len(arms.select('all')) == len(arms.SUITES)
+    with pytest.raises(KeyError):
+        arms.select('nope')
+
+
+CSV = ('proto,connections,mode,method,body,rate,duration_s,requests,rps,'
+       'bytes_read,bytes_written,errors,err_connect,err_timeout,err_read,'
+       'err_write,status_other,status_2xx,status_3xx,status_4xx,status_5xx,'
+       'p50_us,p90_us,p99_us,p999_us,max_us,mean_us,cpu_user_s,cpu_sys_s\n'
+       'http/1.1,8,keep-alive,GET,0,0,2.000,40000,20000.0,1,2,0,0,0,0,0,0,'
+       '40000,0,0,0,300.1,500,900.5,1500,4000,350,0.50,0.70\n')
+
+
+def test_probe_csv_parsing_by_header_name():
+    row = parse_csv('some text\n' + CSV)
+    assert row['proto'] == 'http/1.1' and row['requests'] == 40000
+    assert row['p99_us'] == 900.5
+    assert probe_cpu_pct(row) == pytest.approx(60.0)
+    # a cpu_pct column added at the end is read when present
+    lines = CSV.splitlines()
+    row = parse_csv(lines[0] + ',cpu_pct\n' + lines[1] + ',55.5\n')
+    assert probe_cpu_pct(row) == 55.5
+    assert parse_csv('no csv here\n') is None
+
+
+def test_tool_output_parsing():
+    wrk = ('Running 2s test @ http://127.0.0.1:1/tiny\n'
+           '  52345 requests in 2.00s, 8.1MB read\n'
+           '  Socket errors: connect 0, read 2, write 0, timeout 1\n'
+           'Requests/sec:  26172.50\n')
+    assert parse_wrk(wrk) == {'rps': 26172.5, 'requests': 52345,
+                              'errors': 3}
+    h2 = ('finished in 2.00s, 24000.50 req/s, 3.2MB/s\n'
+          'requests: 48001 total, 48009 started, 48001 done, 48000 '
+          'succeeded, 1 failed, 0 errored, 0 timeout\n')
+    assert parse_h2load(h2) == {'rps': 24000.5, 'requests': 48000,
+                                'errors': 1}
+    assert parse_stats('connections 12\nrequests 3400\nopen 2\n') == \
+        {'connections': 12, 'requests': 3400, 'open': 2}
+
+
+def test_callgrind_totals(tmp_path):
+    p = tmp_path / 'cg.out'
+    p.write_text('version: 1\nevents: Ir\nfn=main\n0 5\nsummary: 123456\n')
+    assert callgrind_ir(str(p)) == 123456
+    p.write_text('events: Ir\ntotals: 99\n')
+    assert callgrind_ir(str(p)) == 99
+    assert callgrind_ir(str(tmp_path / 'none')) is None
+
+
+def row(product, repeat, conns, rps, cpu=None, p99_ms=1.0, errors=0):
+    r = {c: '' for c in COLUMNS}
+    r.update(suite='same', arm='h1-tiny', product=product, repeat=repeat,
+             conns=conns, rps=rps, requests=int(rps), errors=errors,
+             p99_us=p99_ms * 1000, cpu_us_per_req=cpu if cpu else '')
+    return r
+
+
+def test_report_ramp_figures_and_ratios():
+    rows = [row('weir', 0, 8, 100, 10), row('weir', 0, 16, 150, 9),
+            row('nginx', 0, 8, 90, 12), row('nginx', 0, 16, 100, 12),
+            row('weir', 1, 8, 100, 10), row('weir', 1, 16, 200, 8,
+                                               errors=2),
+            row('nginx', 1, 8, 80, 11), row('nginx', 1, 16, 90, 11)]
+    ref, figs = report.ramp_figures(rows, 50)
+    assert ref == 16
+    assert figs['weir'][0]['sustainable'] == 150
+    assert figs['weir'][1]['sustainable'] == 100   # c=16 had errors
+    assert figs['weir'][1]['peak'] == 200
+    # ratios per repeat (150 / 100, 100 / 90), then the median
+    assert report.ratio_of(figs, "sustainable") == pytest.approx(
+        (1.5 + 100 / 90) / 2)
+    assert report.ratio_of(figs, 'cpu') == pytest.approx(
+        (9 / 12 + 8 / 11) / 2)
+    assert report.ratio_of(figs, 'sustainable', b='caddy') is None
+
+
+def test_report_idle_and_instr_figures():
+    rows = []
+    for hold, rps, rss in ((0, 100, 10000), (10000, 95, 20000)):
+        r = row('weir', 0, 50, rps)
+        r.update(hold=hold, rss_kib=rss)
+        rows.append(r)
+    f = report.idle_figures(rows)['weir'][0]
+    assert f['cost'] == pytest.approx(0.95)
+    assert f['per_idle'] == pytest.approx(1024.0)
+    rows = []
+    for n, ir in ((2000, 50_000_000), (12000, 250_000_000)):
+        r = row('weir', 0, 4, 1)
+        r.update(requests=n, instr_ir=ir)
+        rows.append(r)
+    assert report.instr_figures(rows)['weir']['per_req'] == 20000
