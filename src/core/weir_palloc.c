@@ -7,6 +7,44 @@ static void *weir_palloc_small(weir_pool_t *pool, size_t size,
 static void *weir_palloc_block(weir_pool_t *pool, size_t size);
 static void *weir_palloc_large(weir_pool_t *pool, size_t size);
 static void *weir_pool_track_large(weir_pool_t *pool, void *p);
+static void *weir_pool_block_get(size_t size, weir_log_t *log);
+static void weir_pool_block_put(weir_pool_t *block);
+
+
+/*
+ * Freed pool blocks of WEIR_POOL_CACHE_BLOCK bytes (the default
+ * request_pool_size, and so every block of a request's pool) wait here
+ * for the next pool instead of going back to malloc: a proxied request
+ * creates a pool and a second block and frees both, and taking them from
+ * this stack is a few instructions where posix_memalign() and free()
+ * are a few hundred. At most WEIR_POOL_CACHE_MAX blocks (256 KiB) stay;
+ * more go back to malloc. Per process (a worker is single-threaded). The
+ * pointers live outside the blocks, so under AddressSanitizer a cached
+ * block is poisoned whole and a use after the pool's destruction is still
+ * caught.
+ */
+#define WEIR_POOL_CACHE_BLOCK  4096
+#define WEIR_POOL_CACHE_MAX    64
+
+static void        *weir_pool_cache[WEIR_POOL_CACHE_MAX];
+static weir_uint_t  weir_pool_cache_n;
+
+#if defined(__SANITIZE_ADDRESS__)
+#define WEIR_POOL_ASAN  1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WEIR_POOL_ASAN  1
+#endif
+#endif
+
+#if (WEIR_POOL_ASAN)
+#include <sanitizer/asan_interface.h>
+#define weir_pool_poison(p, n)    ASAN_POISON_MEMORY_REGION(p, n)
+#define weir_pool_unpoison(p, n)  ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define weir_pool_poison(p, n)
+#define weir_pool_unpoison(p, n)
+#endif
 
 
 void *
@@ -66,7 +104,7 @@ weir_create_pool(size_t size, weir_log_t *log)
         size = WEIR_MIN_POOL_SIZE;
     }
 
-    p = weir_memalign(WEIR_POOL_ALIGNMENT, size, log);
+    p = weir_pool_block_get(size, log);
     if (p == NULL) {
         return NULL;
     }
@@ -109,7 +147,7 @@ weir_destroy_pool(weir_pool_t *pool)
     }
 
     for (p = pool, n = pool->d.next; /* void */; p = n, n = n->d.next) {
-        weir_free(p);
+        weir_pool_block_put(p);
 
         if (n == NULL) {
             break;
@@ -214,7 +252,7 @@ weir_palloc_block(weir_pool_t *pool, size_t size)
 
     psize = (size_t) (pool->d.end - (unsigned char *) pool);
 
-    m = weir_memalign(WEIR_POOL_ALIGNMENT, psize, pool->log);
+    m = weir_pool_block_get(psize, pool->log);
     if (m == NULL) {
         return NULL;
     }
@@ -239,6 +277,43 @@ weir_palloc_block(weir_pool_t *pool, size_t size)
     p->d.next = new;
 
     return m;
+}
+
+
+static void *
+weir_pool_block_get(size_t size, weir_log_t *log)
+{
+    void  *p;
+
+    if (size == WEIR_POOL_CACHE_BLOCK && weir_pool_cache_n) {
+        p = weir_pool_cache[--weir_pool_cache_n];
+        weir_pool_unpoison(p, WEIR_POOL_CACHE_BLOCK);
+        return p;
+    }
+
+    return weir_memalign(WEIR_POOL_ALIGNMENT, size, log);
+}
+
+
+static void
+weir_pool_block_put(weir_pool_t *block)
+{
+    if (block->d.end - (unsigned char *) block == WEIR_POOL_CACHE_BLOCK
+        && weir_pool_cache_n < WEIR_POOL_CACHE_MAX)
+    {
+        weir_pool_poison(block, WEIR_POOL_CACHE_BLOCK);
+        weir_pool_cache[weir_pool_cache_n++] = block;
+        return;
+    }
+
+    weir_free(block);
+}
+
+
+weir_uint_t
+weir_pool_cached_blocks(void)
+{
+    return weir_pool_cache_n;
 }
 
 

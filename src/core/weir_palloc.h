@@ -55,6 +55,9 @@ void *weir_calloc(size_t size, weir_log_t *log);
 
 weir_pool_t *weir_create_pool(size_t size, weir_log_t *log);
 void weir_destroy_pool(weir_pool_t *pool);
+/* freed request-sized blocks kept for the next pool (see weir_palloc.c) */
+weir_uint_t weir_pool_cached_blocks(void);
+
 /* frees the large allocations and rewinds the blocks for reuse */
 void weir_reset_pool(weir_pool_t *pool);
 

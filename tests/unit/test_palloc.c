@@ -177,6 +177,84 @@ WEIR_UNIT_TEST(palloc_memalign_reuses_freed_slot)
 }
 
 
+WEIR_UNIT_TEST(palloc_block_cache)
+{
+    weir_uint_t     i, n, base;
+    unsigned char  *p;
+    weir_pool_t    *pool, *first, *pools[80], *drain[64];
+
+    /* earlier tests may have left blocks: take them out first */
+
+    for (n = 0; n < 64 && weir_pool_cached_blocks() > 0; n++) {
+        drain[n] = weir_create_pool(4096, weir_unit_log());
+        WEIR_REQUIRE(drain[n] != NULL);
+    }
+
+    WEIR_CHECK_INT(weir_pool_cached_blocks(), 0);
+
+    /* a request's pool and its second block come back from the cache */
+
+    pool = weir_create_pool(4096, weir_unit_log());
+    WEIR_REQUIRE(pool != NULL);
+
+    for (i = 0; i < 3; i++) {
+        p = weir_palloc(pool, 3000);              /* 2nd and 3rd block */
+        WEIR_REQUIRE(p != NULL);
+        weir_memset(p, 0xa5, 3000);
+    }
+
+    first = pool;
+    base = weir_pool_cached_blocks();
+    weir_destroy_pool(pool);
+    WEIR_CHECK_INT(weir_pool_cached_blocks(), base + 3);
+
+    pool = weir_create_pool(4096, weir_unit_log());
+    WEIR_REQUIRE(pool != NULL);
+    WEIR_CHECK_INT(weir_pool_cached_blocks(), base + 2);
+
+    /* the most recently freed block: the last of the previous pool */
+    WEIR_CHECK(pool != first);
+    WEIR_CHECK(pool->d.next == NULL && pool->large == NULL
+               && pool->cleanup == NULL && pool->current == pool);
+    WEIR_CHECK(pool->d.last == (unsigned char *) pool + sizeof(weir_pool_t));
+    WEIR_CHECK(pool->d.end == (unsigned char *) pool + 4096);
+
+    p = weir_pcalloc(pool, 4096 - sizeof(weir_pool_t));
+    WEIR_CHECK(p != NULL && p[0] == 0 && p[4096 - sizeof(weir_pool_t) - 1]
+                            == 0);
+    weir_destroy_pool(pool);
+
+    /* other sizes are not kept */
+
+    base = weir_pool_cached_blocks();
+    pool = weir_create_pool(1024, weir_unit_log());
+    WEIR_REQUIRE(pool != NULL);
+    weir_destroy_pool(pool);
+    WEIR_CHECK_INT(weir_pool_cached_blocks(), base);
+
+    /* bounded: 80 pools freed at once leave at most 64 blocks */
+
+    for (i = 0; i < 80; i++) {
+        pools[i] = weir_create_pool(4096, weir_unit_log());
+        WEIR_REQUIRE(pools[i] != NULL);
+    }
+
+    WEIR_CHECK_INT(weir_pool_cached_blocks(), 0);
+
+    for (i = 0; i < 80; i++) {
+        weir_destroy_pool(pools[i]);
+    }
+
+    WEIR_CHECK_INT(weir_pool_cached_blocks(), 64);
+
+    for (i = 0; i < n; i++) {
+        weir_destroy_pool(drain[i]);
+    }
+
+    WEIR_CHECK_INT(weir_pool_cached_blocks(), 64);
+}
+
+
 WEIR_UNIT_TEST(palloc_tiny_pool)
 {
     unsigned char  *p;
