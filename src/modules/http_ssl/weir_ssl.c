@@ -1792,13 +1792,24 @@ weir_ssl_handshake_handler(weir_event_t *ev)
  * Reads until buf is full or the socket is drained. With an
  * edge-triggered backend a full buffer leaves c->read->ready set, as
  * more may wait in the socket or inside OpenSSL (ops->pending).
+ *
+ * A short read drains the socket, as in weir_unix_recv: when OpenSSL
+ * held nothing before the call, its read-ahead asked the socket for a
+ * whole buffer (more than one full record, WEIR_SSL_SHORT_READ); if the
+ * socket gave less and OpenSSL holds nothing after it, the socket is
+ * empty and its next bytes bring a new event. Stopping there saves the
+ * read() that would fail with EAGAIN: one system call per request.
  */
+
+#define WEIR_SSL_SHORT_READ  16384
 
 ssize_t
 weir_ssl_recv(weir_connection_t *c, unsigned char *buf, size_t size)
 {
-    int               n;
+    int               n, held;
+    BIO              *rbio;
     ssize_t           rc, bytes;
+    uint64_t          nread;
     weir_ssl_conn_t  *sslc;
 
     sslc = weir_ssl_conn(c);
@@ -1815,6 +1826,10 @@ weir_ssl_recv(weir_connection_t *c, unsigned char *buf, size_t size)
     }
 
     bytes = 0;
+
+    held = SSL_has_pending(sslc->connection);
+    rbio = SSL_get_rbio(sslc->connection);
+    nread = rbio ? BIO_number_read(rbio) : 0;
 
     /* once: a successful SSL_read queues no error */
     weir_ssl_clear_error();
@@ -1833,6 +1848,15 @@ weir_ssl_recv(weir_connection_t *c, unsigned char *buf, size_t size)
 
             if (size == 0) {
                 c->read->ready = 1;
+                return bytes;
+            }
+
+            if (!held && rbio && !c->read->pending_eof
+                && BIO_number_read(rbio) - nread < WEIR_SSL_SHORT_READ
+                && !SSL_has_pending(sslc->connection))
+            {
+                c->read->ready = 0;
+                sslc->drained = 1;
                 return bytes;
             }
 
