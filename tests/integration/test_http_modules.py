@@ -3,6 +3,7 @@ ranges), index, access_log/log_format, add_header, allow/deny and
 stub_status. Each test writes its configuration inline and talks to weir
 with http.client or a raw socket on loopback."""
 
+import calendar
 import http.client
 import json
 import os
@@ -324,6 +325,20 @@ def test_byte_ranges(weir):
     assert (status, body) == (206, b"01")
     status, _, body = rng("bytes=0-1", {"If-Range": '"stale"'})
     assert (status, body) == (200, b"0123456789")
+
+    # a date is a date whatever its weekday: "Wed, ..." is not a W/ tag
+    for day in (3, 4):                  # 2024-01-03 Wednesday, 04 Thursday
+        t = calendar.timegm((2024, 1, day, 12, 0, 0))
+        os.utime(os.path.join(html, "digits.txt"), (t, t))
+        _, hdrs, _ = request(port, path="/digits.txt")
+        assert hdrs["last-modified"] == time.strftime(
+            "%a, %d %b %Y %H:%M:%S GMT", time.gmtime(t))
+        status, _, body = rng("bytes=0-1",
+                              {"If-Range": hdrs["last-modified"]})
+        assert (status, body) == (206, b"01"), hdrs["last-modified"]
+        status, _, body = rng("bytes=0-1",
+                              {"If-Range": "Wed, 01 Jan 2020 00:00:00 GMT"})
+        assert (status, body) == (200, b"0123456789")
 
 
 def test_multipart_ranges(weir):

@@ -371,7 +371,11 @@ weir_http_range_if_range(weir_http_request_t *r)
 
     v = &r->headers_in.if_range->value;
 
-    if (v->len >= 2 && (v->data[0] == '"' || v->data[0] == 'W')) {
+    /* "..." or W/"...": a date may start with 'W' too ("Wed, ...") */
+
+    if (v->len >= 2
+        && (v->data[0] == '"' || (v->data[0] == 'W' && v->data[1] == '/')))
+    {
 
         /* an entity tag: the strong comparison */
 
