@@ -118,6 +118,21 @@ def cross_figures(rows):
     return out
 
 
+def cross_counted(rows):
+    """{tool: the tool's requests / the origin's count, farthest from 1
+    over the steps}."""
+    out = {}
+    for r in rows:
+        req, org = _num(r.get('requests')), _num(r.get('origin_reqs'))
+        if not req or not org:
+            continue
+        x = req / org
+        prev = out.get(r['tool'])
+        if prev is None or abs(x - 1) > abs(prev - 1):
+            out[r['tool']] = x
+    return out
+
+
 def fmt(v, spec='%.0f'):
     return 'n/a' if v is None else spec % v
 
@@ -333,6 +348,19 @@ class Summary:
                 fmt(ratios.get('wrk'), '%.2f'),
                 fmt(ratios.get('h2load'), '%.2f')))
         self.w()
+        counted = cross_counted(self.rows_of(suite))
+        if counted:
+            self.w("Each tool's own request count against the origin's "
+                   "(GET /stats before and after): 1.00 = no request "
+                   "miscounted (in-flight requests at the end make it "
+                   "slightly lower); worst step:")
+            self.w()
+            self.w('| tool | requests / origin-counted requests |')
+            self.w('| --- | --- |')
+            for t in tools:
+                if t in counted:
+                    self.w('| %s | %.3f |' % (t, counted[t]))
+            self.w()
         for g in suite.goals:
             self.goal(suite, g, worst.get(g.peer))
 

@@ -21,8 +21,8 @@ COLUMNS = (
     'err_connect', 'err_timeout', 'err_read', 'err_write', 'status_4xx',
     'status_5xx', 'status_other', 'p50_us', 'p90_us', 'p99_us', 'p999_us',
     'max_us', 'mean_us', 'meets', 'proxy_cpu_s', 'cpu_us_per_req',
-    'rss_kib', 'hwm_kib', 'probe_cpu_pct', 'origin_conns', 'instr_n',
-    'instr_ir', 'note',
+    'rss_kib', 'hwm_kib', 'probe_cpu_pct', 'origin_conns', 'origin_reqs',
+    'instr_n', 'instr_ir', 'note',
 )
 
 PROBE_COLUMNS = ('duration_s', 'requests', 'rps', 'errors', 'err_connect',
@@ -428,6 +428,7 @@ class Runner:
         duration = max(1, int(round(self.s.duration)))
         warmup = 0 if self.s.smoke else self.s.warmup
         origin, origin_port = self.start_origin(suite, alone=True)
+        self.origin_port = origin_port
         try:
             direct = Running(None, None, origin_port, None, False)
             url = direct.url(arm.path)
@@ -450,6 +451,9 @@ class Runner:
         out.update(suite=suite.name, arm=arm.name, topology=arm.topology,
                    product='direct', tool=tool, repeat=r, turn=turn,
                    conns=c, hold=0, duration_s=duration)
+        # the origin's own count of the requests: a tool that miscounts
+        # (or whose figure includes its warm-up) shows as a ratio off 1
+        reqs0 = origin_stats(self.origin_port).get('requests')
         if tool == 'weir-probe':
             row = self.run_probe(self.probe.client_argv([url], c, duration),
                                  name, duration + 30)
@@ -470,6 +474,10 @@ class Runner:
             row = parse(text + err)
             if row:
                 out.update((k, v) for k, v in row.items() if v is not None)
+        reqs1 = origin_stats(self.origin_port).get('requests')
+        if reqs0 is not None and reqs1 is not None:
+            # minus the "after" /stats request itself
+            out['origin_reqs'] = reqs1 - reqs0 - 1
         if not row or not row.get('rps'):
             out['note'] = 'no result: see raw/%s.log' % name
             self.fail(suite, '%s c=%d gave no result' % (tool, c))
