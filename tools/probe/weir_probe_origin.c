@@ -125,6 +125,7 @@ static void po_timer_add(po_conn_t *c, uint64_t at);
 static po_timer_t *po_timer_min(void);
 static void po_timer_pop(void);
 static void po_tfd_arm(uint64_t at);
+static void po_tfd_drain(void);
 static void po_usage(void);
 
 
@@ -324,8 +325,7 @@ probe_origin_main(int argc, char **argv)
 
             if (*(int *) events[i].data.ptr == PO_TIMERFD) {
                 /* expired: the timers are run below, after the events */
-                (void) !read(po_tfd, &now, sizeof(now));
-                po_tfd_at = 0;
+                po_tfd_drain();
                 continue;
             }
 
@@ -1478,6 +1478,17 @@ po_tfd_arm(uint64_t at)
     if (timerfd_settime(po_tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0) {
         po_tfd_at = at;
     }
+}
+
+
+static void
+po_tfd_drain(void)
+{
+    uint64_t  expirations;
+
+    /* the count is not needed; reading it rearms the edge */
+    (void) !read(po_tfd, &expirations, sizeof(expirations));
+    po_tfd_at = 0;
 }
 
 

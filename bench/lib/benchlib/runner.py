@@ -428,7 +428,6 @@ class Runner:
         duration = max(1, int(round(self.s.duration)))
         warmup = 0 if self.s.smoke else self.s.warmup
         origin, origin_port = self.start_origin(suite, alone=True)
-        self.origin_port = origin_port
         try:
             direct = Running(None, None, origin_port, None, False)
             url = direct.url(arm.path)
@@ -439,12 +438,13 @@ class Runner:
                             [url], c, warmup), 'crosscheck-warmup',
                             warmup + 30)
                     for turn, t in enumerate(stats.rotate(tools, r)):
-                        self.cross_one(suite, arm, t, url, c, duration, r,
-                                       turn)
+                        self.cross_one(suite, arm, t, url, origin_port, c,
+                                       duration, r, turn)
         finally:
             origin.stop()
 
-    def cross_one(self, suite, arm, tool, url, c, duration, r, turn):
+    def cross_one(self, suite, arm, tool, url, origin_port, c, duration, r,
+                  turn):
         self.seq += 1
         name = '%04d-%s-%s-r%d-c%d' % (self.seq, suite.name, tool, r, c)
         out = {col: '' for col in COLUMNS}
@@ -453,7 +453,7 @@ class Runner:
                    conns=c, hold=0, duration_s=duration)
         # the origin's own count of the requests: a tool that miscounts
         # (or whose figure includes its warm-up) shows as a ratio off 1
-        reqs0 = origin_stats(self.origin_port).get('requests')
+        reqs0 = origin_stats(origin_port).get('requests')
         if tool == 'weir-probe':
             row = self.run_probe(self.probe.client_argv([url], c, duration),
                                  name, duration + 30)
@@ -474,7 +474,7 @@ class Runner:
             row = parse(text + err)
             if row:
                 out.update((k, v) for k, v in row.items() if v is not None)
-        reqs1 = origin_stats(self.origin_port).get('requests')
+        reqs1 = origin_stats(origin_port).get('requests')
         if reqs0 is not None and reqs1 is not None:
             # minus the "after" /stats request itself
             out['origin_reqs'] = reqs1 - reqs0 - 1
