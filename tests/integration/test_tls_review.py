@@ -10,6 +10,7 @@ Every wait is bounded (DEADLINE); the TLS origin is written here
 import hashlib
 import os
 import re
+import select
 import socket
 import ssl
 import subprocess
@@ -473,8 +474,34 @@ def test_keyupdate_from_client(weir, pki):
     no_crit(weir)
 
 
+def s_client_lines(p, decisive):
+    """Lines of a running openssl s_client (stdout) up to and including
+    the first one for which decisive(line) is true, or up to its end;
+    bounded by DEADLINE."""
+    lines, buf = [], b""
+    end = time.monotonic() + DEADLINE
+    fd = p.stdout.fileno()
+    while time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], end - time.monotonic())
+        if not ready:
+            break
+        data = os.read(fd, 65536)
+        if not data:
+            break
+        buf += data
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            lines.append(line.decode("latin-1"))
+            if decisive(lines[-1]):
+                return lines
+    if buf:
+        lines.append(buf.decode("latin-1"))
+    return lines
+
+
 def test_renegotiation_refused(weir, pki):
-    """A TLS 1.2 client asking to renegotiate is refused; weir keeps
+    """A TLS 1.2 client asking to renegotiate is refused with the
+    no_renegotiation alert and no second handshake; weir keeps
     serving."""
     leaf = pki.leaf("localhost")
     port = weir.port()
@@ -484,30 +511,39 @@ def test_renegotiation_refused(weir, pki):
                 "    }\n" % (port, certs(leaf)), [port])
     p = subprocess.Popen(["openssl", "s_client", "-connect",
                           "127.0.0.1:%d" % port, "-tls1_2", "-crlf",
-                          "-no_legacy_server_connect"],
+                          "-msg", "-no_legacy_server_connect"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT)
+    seen = {"reneg": False}
+
+    def decisive(line):
+        # after "R": the server's answer to the second ClientHello, either
+        # its alert or its ServerHello (a server that renegotiates)
+        if line.startswith("RENEGOTIATING"):
+            seen["reneg"] = True
+        return seen["reneg"] and line.startswith("<<<") \
+            and ("Alert" in line or "ServerHello" in line)
+
     try:
+        # s_client reads its stdin once the first handshake is done
         p.stdin.write(b"R\n")
         p.stdin.flush()
-        time.sleep(0.5)
-        try:
-            p.stdin.write(b"GET /x HTTP/1.1\nHost: localhost\n"
-                          b"Connection: close\n\n")
-            p.stdin.flush()
-        except BrokenPipeError:
-            pass
-        out, _ = p.communicate(timeout=DEADLINE)
+        lines = s_client_lines(p, decisive)
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    text = out.decode("latin-1")
+        p.kill()
+        p.communicate(timeout=DEADLINE)
+    text = "\n".join(lines)
     assert "RENEGOTIATING" in text, text
-    # refused: either the no_renegotiation alert lets the request through
-    # or the connection is closed; never a second handshake
-    assert "g/x" in text or "no renegotiation" in text \
-        or "errno" in text.lower(), text
+    after = text[text.index("RENEGOTIATING"):]
+    answers = [line for line in after.splitlines()
+               if line.startswith("<<<") and "RecordHeader" not in line]
+    # the first record from the server after the new ClientHello is the
+    # refusal; a server that renegotiates answers a ServerHello instead
+    assert answers and answers[0].endswith("warning no_renegotiation"), \
+        text
+    hellos = [line for line in lines
+              if line.startswith("<<<") and line.endswith(", ServerHello")]
+    assert len(hellos) == 1, text
     s = tls(port)
     s.sendall(b"GET /after HTTP/1.1\r\nHost: localhost\r\n\r\n")
     assert Reader(s).response()[2] == b"g/after\n"
