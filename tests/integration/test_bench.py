@@ -15,7 +15,8 @@ sys.path.insert(0, os.path.join(ROOT, 'bench', 'lib'))
 from benchlib import arms, products, report, stats, template  # noqa: E402
 from benchlib.probe import (parse_csv, parse_h2load, parse_stats,  # noqa
                             parse_wrk, probe_cpu_pct)
-from benchlib.runner import COLUMNS, callgrind_ir  # noqa: E402
+from benchlib.runner import (COLUMNS, Runner, Settings,  # noqa: E402
+                             callgrind_ir)
 
 
 def step(conns, rps, errors=0, p99_ms=1.0, requests=1000):
@@ -161,6 +162,70 @@ def test_probe_csv_parsing_by_header_name():
     row = parse_csv(lines[0] + ',cpu_pct\n' + lines[1] + ',55.5\n')
     assert probe_cpu_pct(row) == 55.5
     assert parse_csv('no csv here\n') is None
+
+
+def probe_row(requests, errors=0, status_2xx=None, **kinds):
+    """A weir-probe CSV line as bench/run reads it: 2xx = requests less
+    the 3xx/4xx/5xx/other given, errors = the error kinds + 4xx + 5xx +
+    other, as the probe counts them."""
+    cols = dict(err_connect=0, err_timeout=0, err_read=0, err_write=0,
+                status_other=0, status_3xx=0, status_4xx=0, status_5xx=0)
+    cols.update(kinds)
+    if status_2xx is None:
+        status_2xx = requests - cols['status_3xx'] - cols['status_4xx'] \
+            - cols['status_5xx'] - cols['status_other']
+    errors += sum(cols[k] for k in cols if k != 'status_3xx')
+    header, line = CSV.splitlines()
+    values = dict(zip(header.split(','), line.split(',')))
+    values.update((k, str(v)) for k, v in cols.items())
+    values.update(requests=str(requests), errors=str(errors),
+                  status_2xx=str(status_2xx))
+    return parse_csv(header + '\n'
+                     + ','.join(values[k] for k in header.split(',')))
+
+
+def test_smoke_fails_a_step_with_errors_or_no_2xx():
+    assert stats.smoke_problem(probe_row(4000)) is None
+    # a weir answering 500 to everything: complete responses, all errors
+    assert stats.smoke_problem(probe_row(4000, status_5xx=4000)) == \
+        '4000 error(s) (5xx 4000)'
+    # one 404 among the answers
+    assert stats.smoke_problem(probe_row(4000, status_4xx=1)) == \
+        '1 error(s) (4xx 1)'
+    # truncated bodies: read errors, the other answers whole
+    assert stats.smoke_problem(probe_row(3990, err_read=10)) == \
+        '10 error(s) (read 10)'
+    assert stats.smoke_problem(probe_row(0, err_connect=50)) == \
+        '50 error(s) (connect 50)'
+    # no error but nothing in 2xx (redirects only): not working either
+    assert stats.smoke_problem(probe_row(4000, status_3xx=4000)) == \
+        'no 2xx answer'
+    assert stats.smoke_problem(probe_row(0)) == 'no request succeeded'
+    assert stats.smoke_problem(None) == 'no result'
+    # wrk and h2load rows have no status columns: their errors count
+    assert stats.smoke_problem({'rps': 1.0, 'requests': 9,
+                                'errors': 2}) == '2 error(s)'
+    assert stats.smoke_problem({'rps': 1.0, 'requests': 9,
+                                'errors': 0}) is None
+
+
+def test_smoke_check_fails_the_run_only_in_smoke_mode():
+    failures = {}
+    for smoke in (True, False):
+        r = Runner.__new__(Runner)      # no processes: only what it needs
+        r.s = Settings(smoke=smoke)
+        r.failures = []
+        r.log = lambda text: None
+        r.smoke_check(arms.select('same')[0],
+                      probe_row(4000, status_5xx=4000), 'h1-tiny weir c=4',
+                      '0001-same')
+        r.smoke_check(arms.select('same')[0], probe_row(4000),
+                      'h1-tiny nginx c=4', '0002-same')
+        failures[smoke] = r.failures
+    assert failures[True] == [('same', 'h1-tiny weir c=4: 4000 error(s) '
+                               '(5xx 4000): see raw/0001-same.log')]
+    # a measuring run keeps errors as figures (a step beyond capacity)
+    assert failures[False] == []
 
 
 def test_tool_output_parsing():

@@ -92,6 +92,16 @@ class Runner:
         self.failures.append((suite.name, text))
         self.log('  FAILED: ' + text)
 
+    def smoke_check(self, suite, row, what, name):
+        """In a smoke run, a step with errors or without a 2xx answer
+        fails the run (stats.smoke_problem); in a measuring run errors
+        are figures (a step beyond what the product sustains)."""
+        if not self.s.smoke:
+            return
+        why = stats.smoke_problem(row)
+        if why:
+            self.fail(suite, '%s: %s: see raw/%s.log' % (what, why, name))
+
     def cpu0(self):
         return ['taskset', '-c', '0'] if self.s.pin else []
 
@@ -227,6 +237,9 @@ class Runner:
                 out['note'] = 'nothing measured: see raw/%s.log' % name
                 self.fail(suite, '%s %s c=%d: no request succeeded'
                           % (arm.name, running.product.name, conns))
+            else:
+                self.smoke_check(suite, row, '%s %s c=%d' % (
+                    arm.name, running.product.name, conns), name)
         if conns0 is not None and conns1 is not None:
             # minus our own /stats connection of the "after" sample
             out['origin_conns'] = conns1 - conns0 - 1
@@ -410,6 +423,9 @@ class Runner:
             out['note'] = 'no result'
             self.fail(suite, '%s %s n=%d: no instruction count'
                       % (arm.name, product.name, n))
+        else:
+            self.smoke_check(suite, row, '%s %s n=%d' % (
+                arm.name, product.name, n), tag)
         self.rows.append(out)
         self.log('  %-8s %-16s n=%-6d Ir %s, %s requests, %s errors'
                  % (product.name, arm.name, n, ir,
@@ -481,6 +497,8 @@ class Runner:
         if not row or not row.get('rps'):
             out['note'] = 'no result: see raw/%s.log' % name
             self.fail(suite, '%s c=%d gave no result' % (tool, c))
+        else:
+            self.smoke_check(suite, row, '%s c=%d' % (tool, c), name)
         self.rows.append(out)
         self.log('  %-10s r%d c=%-4d %s req/s' % (tool, r, c, out['rps']))
 

@@ -73,3 +73,33 @@ def check(op, value, threshold):
     if op == 'within':
         return abs(value - 1.0) <= threshold
     raise ValueError(op)
+
+
+# the error kinds of a weir-probe row, in the order its report gives them
+_ERROR_KINDS = (('connect', 'err_connect'), ('timeout', 'err_timeout'),
+                ('read', 'err_read'), ('write', 'err_write'),
+                ('4xx', 'status_4xx'), ('5xx', 'status_5xx'),
+                ('other status', 'status_other'))
+
+
+def smoke_problem(row):
+    """Why a measured row of a smoke run shows a product not working, or
+    None. A smoke run judges no speed, but every step of it is light
+    enough that a working proxy answers it whole: any error (a 4xx or
+    5xx answer, a truncated body, a timeout, a refused connection) or no
+    2xx answer at all means the product, its configuration or the
+    harness is broken. row: weir-probe's CSV (parse_csv) or the dict of
+    parse_wrk / parse_h2load (errors, requests only)."""
+    if not row:
+        return 'no result'
+    errors = row.get('errors')
+    if errors:
+        kinds = ['%s %s' % (name, row[col]) for name, col in _ERROR_KINDS
+                 if row.get(col)]
+        return '%s error(s)%s' % (errors, ' (%s)' % ', '.join(kinds)
+                                  if kinds else '')
+    if not row.get('requests'):
+        return 'no request succeeded'
+    if 'status_2xx' in row and not row['status_2xx']:
+        return 'no 2xx answer'
+    return None
