@@ -41,8 +41,9 @@ def make_weir(request):
     """A factory of Weir instances, each in its own temporary prefix.
 
     At teardown every instance is stopped with QUIT (all its processes
-    must be gone), and its logs must hold no [alert], [emerg] or
-    sanitizer line beyond the patterns the test put in instance.allow.
+    must be gone), and its logs must hold no [crit], [alert], [emerg]
+    or sanitizer line beyond the patterns the test put in
+    instance.allow.
     """
     instances = []
     tmp_root = os.environ.get("WEIR_TEST_TMPDIR") or None
