@@ -1052,8 +1052,10 @@ weir_drain_connections(weir_cycle_t *cycle)
 
 /*
  * Graceful shutdown: an idle (keep-alive) or reusable connection has no
- * request in flight, so it is closed now; its owner's read handler does
- * the closing when it sees c->close.
+ * request in flight. Its owner's read handler sees c->close (with
+ * weir_exiting set) and either closes it now or keeps it for a bounded
+ * drain, so that a request its client already sent is not lost; a
+ * second c->close (out of connections, worker_shutdown_timeout) closes.
  */
 
 void

@@ -169,7 +169,8 @@ void weir_free_connection(weir_connection_t *c);
  * caller destroys c->pool */
 void weir_close_connection(weir_connection_t *c);
 /* marks c idle (keep-alive): such connections are closed first when a
- * worker runs out of connections and when it shuts down */
+ * worker runs out of connections, and closed or drained when it shuts
+ * down (weir_close_idle_connections) */
 void weir_reusable_connection(weir_connection_t *c, weir_uint_t reusable);
 void weir_close_idle_connections(weir_cycle_t *cycle);
 
