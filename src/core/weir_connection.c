@@ -1084,6 +1084,35 @@ weir_close_idle_connections(weir_cycle_t *cycle)
 }
 
 
+/*
+ * A half close is protocol-neutral: whatever c speaks, the peer must be
+ * able to tell the end of the stream from a cut. A TLS peer can only
+ * through close_notify (OpenSSL 3 takes a bare FIN as a truncation
+ * attack), so the TLS layer sends it before the FIN.
+ */
+
+weir_int_t
+weir_connection_half_close(weir_connection_t *c)
+{
+    weir_int_t  rc;
+
+    if (c->ssl && c->ssl->ops->half_close) {
+        rc = c->ssl->ops->half_close(c);
+
+        if (rc != WEIR_OK) {
+            return rc;
+        }
+    }
+
+    if (shutdown(c->fd, SHUT_WR) == -1) {
+        return weir_connection_error(c, weir_socket_errno,
+                                     "shutdown() failed");
+    }
+
+    return WEIR_OK;
+}
+
+
 weir_int_t
 weir_tcp_nodelay(weir_connection_t *c)
 {

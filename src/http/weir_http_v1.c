@@ -90,6 +90,7 @@ static weir_buf_t *weir_http_v1_mem_buf(weir_http_request_t *r,
 static weir_int_t weir_http_v1_write(weir_http_request_t *r);
 static weir_int_t weir_http_v1_body_consumed(weir_http_request_t *r);
 static void weir_http_v1_lingering_close_handler(weir_event_t *rev);
+static void weir_http_v1_lingering_half_close_handler(weir_event_t *wev);
 static weir_msec_t weir_http_v1_drain_left(weir_msec_t drain);
 static void weir_http_v1_drain(weir_connection_t *c, weir_msec_t left);
 
@@ -2459,19 +2460,64 @@ weir_http_v1_set_lingering_close(weir_connection_t *c)
         return;
     }
 
-    if (shutdown(c->fd, SHUT_WR) == -1) {
-        weir_log_error(WEIR_LOG_INFO, c->log, weir_socket_errno,
-                       "shutdown() failed");
+    c->log->action = "lingering close";
+
+    /* under TLS a close_notify goes before the FIN, or the client
+     * cannot tell the end of the response from a cut */
+
+    switch (weir_connection_half_close(c)) {
+
+    case WEIR_OK:
+        break;
+
+    case WEIR_AGAIN:
+        wev->handler = weir_http_v1_lingering_half_close_handler;
+
+        if (weir_handle_write_event(wev, 0) != WEIR_OK) {
+            weir_http_close_connection(c);
+            return;
+        }
+
+        break;
+
+    default:
         weir_http_close_connection(c);
         return;
     }
-
-    c->log->action = "lingering close";
 
     weir_event_add_timer(rev, v1c->lingering_timeout);
 
     if (rev->ready) {
         weir_http_v1_lingering_close_handler(rev);
+    }
+}
+
+
+/* the close_notify of a lingering close, when the socket had no room */
+
+static void
+weir_http_v1_lingering_half_close_handler(weir_event_t *wev)
+{
+    weir_int_t          rc;
+    weir_connection_t  *c;
+
+    c = wev->data;
+
+    rc = weir_connection_half_close(c);
+
+    if (rc == WEIR_ERROR) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    if (rc == WEIR_OK) {
+        wev->handler = weir_http_v1_empty_handler;
+    }
+
+    /* WEIR_AGAIN waits for the next write event; after WEIR_OK this
+     * takes a level-triggered write event back */
+    if (weir_handle_write_event(wev, 0) != WEIR_OK) {
+        weir_http_close_connection(c);
     }
 }
 
