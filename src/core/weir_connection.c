@@ -1052,8 +1052,10 @@ weir_drain_connections(weir_cycle_t *cycle)
 
 /*
  * Graceful shutdown: an idle (keep-alive) or reusable connection has no
- * request in flight, so it is closed now; its owner's read handler does
- * the closing when it sees c->close.
+ * request in flight. Its owner's read handler sees c->close (with
+ * weir_exiting set) and either closes it now or keeps it for a bounded
+ * drain, so that a request its client already sent is not lost; a
+ * second c->close (out of connections, worker_shutdown_timeout) closes.
  */
 
 void
@@ -1079,6 +1081,35 @@ weir_close_idle_connections(weir_cycle_t *cycle)
             c[i].read->handler(c[i].read);
         }
     }
+}
+
+
+/*
+ * A half close is protocol-neutral: whatever c speaks, the peer must be
+ * able to tell the end of the stream from a cut. A TLS peer can only
+ * through close_notify (OpenSSL 3 takes a bare FIN as a truncation
+ * attack), so the TLS layer sends it before the FIN.
+ */
+
+weir_int_t
+weir_connection_half_close(weir_connection_t *c)
+{
+    weir_int_t  rc;
+
+    if (c->ssl && c->ssl->ops->half_close) {
+        rc = c->ssl->ops->half_close(c);
+
+        if (rc != WEIR_OK) {
+            return rc;
+        }
+    }
+
+    if (shutdown(c->fd, SHUT_WR) == -1) {
+        return weir_connection_error(c, weir_socket_errno,
+                                     "shutdown() failed");
+    }
+
+    return WEIR_OK;
 }
 
 

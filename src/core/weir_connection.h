@@ -68,6 +68,13 @@ typedef struct {
     /* is decrypted data buffered inside the TLS library (so that a read
      * must be tried although the socket has nothing)? */
     weir_uint_t        (*pending)(weir_connection_t *c);
+    /* a half close: sends close_notify now and keeps the TLS state for
+     * reading what the peer still sends. WEIR_OK when it went out (or
+     * cannot be sent: no handshake, a failed connection), WEIR_AGAIN
+     * when the socket is full (c->write->ready cleared: call again on
+     * the write event), WEIR_ERROR (logged). Called by
+     * weir_connection_half_close before its shutdown(SHUT_WR) */
+    weir_int_t         (*half_close)(weir_connection_t *c);
 } weir_ssl_connection_ops_t;
 
 struct weir_ssl_connection_s {
@@ -169,9 +176,19 @@ void weir_free_connection(weir_connection_t *c);
  * caller destroys c->pool */
 void weir_close_connection(weir_connection_t *c);
 /* marks c idle (keep-alive): such connections are closed first when a
- * worker runs out of connections and when it shuts down */
+ * worker runs out of connections, and closed or drained when it shuts
+ * down (weir_close_idle_connections) */
 void weir_reusable_connection(weir_connection_t *c, weir_uint_t reusable);
 void weir_close_idle_connections(weir_cycle_t *cycle);
+/*
+ * Ends what c sends and keeps it open for reading (the tunnel's end of
+ * one direction, lingering close): under TLS a close_notify first, then
+ * shutdown(SHUT_WR). WEIR_OK: done (calling again is harmless);
+ * WEIR_AGAIN: the close_notify waits for room in the socket
+ * (c->write->ready cleared): call again on the write event; WEIR_ERROR:
+ * failed, logged.
+ */
+weir_int_t weir_connection_half_close(weir_connection_t *c);
 
 weir_int_t weir_tcp_nodelay(weir_connection_t *c);
 /* logs a connection error at a level that fits it (reset by peer is info)

@@ -55,6 +55,7 @@ weir_uint_t              weir_worker;
 weir_uint_t              weir_inherited;
 weir_uint_t              weir_daemonized;
 weir_uint_t              weir_exiting;
+weir_msec_t              weir_exiting_msec;
 
 volatile sig_atomic_t    weir_reap;
 volatile sig_atomic_t    weir_sigio;
@@ -746,7 +747,8 @@ weir_exit_masters(weir_cycle_t *cycle)
 
 /*
  * Graceful stop of a worker (or of a single process): no more accepting,
- * idle keep-alive connections go at once, the others get
+ * idle connections are told (their owner closes them, or drains them for
+ * a bounded time: keepalive_drain_timeout in HTTP/1), the others get
  * worker_shutdown_timeout to finish.
  */
 
@@ -761,6 +763,7 @@ weir_graceful_shutdown(weir_cycle_t *cycle)
     }
 
     weir_exiting = 1;
+    weir_exiting_msec = weir_current_msec;
 
     if (weir_process == WEIR_PROCESS_WORKER) {
         weir_setproctitle("worker process is shutting down");

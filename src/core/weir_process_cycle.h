@@ -14,6 +14,9 @@ extern weir_uint_t              weir_worker;
 extern weir_uint_t              weir_inherited;
 extern weir_uint_t              weir_daemonized;
 extern weir_uint_t              weir_exiting;
+/* weir_current_msec when the graceful shutdown began (weir_exiting set):
+ * the start of the drain of idle connections */
+extern weir_msec_t              weir_exiting_msec;
 
 extern volatile sig_atomic_t    weir_reap;
 extern volatile sig_atomic_t    weir_sigio;

@@ -133,12 +133,14 @@ weir_event_add_timer(weir_event_t *ev, weir_msec_t timer)
     if (ev->timer_set) {
 
         /* a keep-alive or read timeout is re-armed after every read: a
-         * deadline that moves by less than the lazy delay keeps its node,
-         * which saves two tree operations per event */
+         * deadline that moves later by less than the lazy delay keeps its
+         * node, which saves two tree operations per event and fires at
+         * most the lazy delay early; a deadline moved earlier is always
+         * honoured, since firing late breaks a caller's bound */
 
         diff = (weir_rbtree_key_int_t) (key - ev->timer.key);
 
-        if (weir_abs(diff) < WEIR_TIMER_LAZY_DELAY) {
+        if (diff >= 0 && diff < WEIR_TIMER_LAZY_DELAY) {
             return;
         }
 

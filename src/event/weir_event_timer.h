@@ -2,7 +2,8 @@
 #define _WEIR_EVENT_TIMER_H_INCLUDED_
 
 #define WEIR_TIMER_INFINITE  (weir_msec_t) -1
-#define WEIR_TIMER_LAZY_DELAY  300   /* re-arming within this keeps the node */
+/* re-arming for a later deadline within this keeps the node */
+#define WEIR_TIMER_LAZY_DELAY  300
 
 weir_int_t weir_event_timer_init(weir_log_t *log);
 /* ms until the nearest timer, or WEIR_TIMER_INFINITE */

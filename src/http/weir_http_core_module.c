@@ -323,6 +323,14 @@ static weir_command_t  weir_http_core_commands[] = {
       0,
       NULL },
 
+    { weir_string("keepalive_drain_timeout"),
+      WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
+      |WEIR_CONF_TAKE1,
+      weir_conf_set_msec_slot,
+      WEIR_HTTP_LOC_CONF_OFFSET,
+      offsetof(weir_http_core_loc_conf_t, keepalive_drain_timeout),
+      NULL },
+
     { weir_string("keepalive_requests"),
       WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
       |WEIR_CONF_TAKE1,
@@ -718,6 +726,7 @@ weir_http_core_create_loc_conf(weir_conf_t *cf)
     clcf->client_body_timeout = WEIR_CONF_UNSET_MSEC;
     clcf->send_timeout = WEIR_CONF_UNSET_MSEC;
     clcf->keepalive_timeout = WEIR_CONF_UNSET_MSEC;
+    clcf->keepalive_drain_timeout = WEIR_CONF_UNSET_MSEC;
     clcf->lingering_time = WEIR_CONF_UNSET_MSEC;
     clcf->lingering_timeout = WEIR_CONF_UNSET_MSEC;
     clcf->resolver_timeout = WEIR_CONF_UNSET_MSEC;
@@ -864,6 +873,8 @@ weir_http_core_merge_loc_conf(weir_conf_t *cf, void *parent, void *child)
     weir_conf_merge_msec_value(conf->send_timeout, prev->send_timeout, 60000);
     weir_conf_merge_msec_value(conf->keepalive_timeout,
                                prev->keepalive_timeout, 75000);
+    weir_conf_merge_msec_value(conf->keepalive_drain_timeout,
+                               prev->keepalive_drain_timeout, 1000);
     weir_conf_merge_sec_value(conf->keepalive_header,
                               prev->keepalive_header, 0);
     weir_conf_merge_msec_value(conf->lingering_time, prev->lingering_time,

@@ -261,6 +261,7 @@ struct weir_http_core_loc_conf_s {
     weir_msec_t                  client_body_timeout;
     weir_msec_t                  send_timeout;
     weir_msec_t                  keepalive_timeout;
+    weir_msec_t                  keepalive_drain_timeout;
     weir_msec_t                  lingering_time;
     weir_msec_t                  lingering_timeout;
     weir_msec_t                  resolver_timeout;

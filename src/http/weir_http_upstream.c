@@ -3365,9 +3365,16 @@ weir_http_upstream_tunnel_move(weir_connection_t *src, weir_connection_t *dst,
         }
 
         if (*eof && b->pos == b->last) {
-            if (!*shut) {
+
+            /* the end of one direction, passed on as such: under TLS a
+             * close_notify, then the FIN (a close_notify waiting for
+             * room is sent again from dst's write event); a failure is
+             * the end of this direction as before, the other goes on */
+
+            if (!*shut
+                && weir_connection_half_close(dst) != WEIR_AGAIN)
+            {
                 *shut = 1;
-                (void) shutdown(dst->fd, SHUT_WR);
             }
 
             return WEIR_OK;

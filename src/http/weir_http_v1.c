@@ -31,6 +31,10 @@
 typedef struct {
     time_t                       lingering_deadline;
     weir_msec_t                  lingering_timeout;
+    /* keepalive_drain_timeout of the last request's location */
+    weir_msec_t                  drain_timeout;
+    /* idle in a shutting-down worker: c->close now closes it */
+    unsigned                     draining:1;
 } weir_http_v1_conn_t;
 
 
@@ -86,6 +90,9 @@ static weir_buf_t *weir_http_v1_mem_buf(weir_http_request_t *r,
 static weir_int_t weir_http_v1_write(weir_http_request_t *r);
 static weir_int_t weir_http_v1_body_consumed(weir_http_request_t *r);
 static void weir_http_v1_lingering_close_handler(weir_event_t *rev);
+static void weir_http_v1_lingering_half_close_handler(weir_event_t *wev);
+static weir_msec_t weir_http_v1_drain_left(weir_msec_t drain);
+static void weir_http_v1_drain(weir_connection_t *c, weir_msec_t left);
 
 
 weir_http_proto_t  weir_http_v1_proto = {
@@ -296,8 +303,10 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
 {
     ssize_t                      n;
     weir_buf_t                  *b;
+    weir_msec_t                  left;
     weir_connection_t           *c;
     weir_http_request_t         *r;
+    weir_http_v1_conn_t         *v1c;
     weir_http_v1_stream_t       *st;
     weir_http_connection_t      *hc;
     weir_http_core_srv_conf_t   *cscf;
@@ -314,17 +323,34 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
     if (c->close) {
 
         /*
-         * The worker is shutting down (weir_close_idle_connections). A
-         * request that has already arrived is still served, and so is the
-         * first one of a connection accepted just before the listening
-         * sockets closed: its client had no chance to send it yet, and
+         * The worker is shutting down (weir_close_idle_connections) or
+         * out of connections (weir_drain_connections). A request that
+         * has already arrived is still served, and so is the first one of
+         * a connection accepted just before the listening sockets closed:
+         * its client had no chance to send it yet, and
          * client_header_timeout or worker_shutdown_timeout bound the
-         * wait. A keep-alive connection with nothing to read is closed:
-         * its client retries on a new connection, as with any server.
+         * wait. A keep-alive connection with nothing to read is drained
+         * on a shutdown: its client may have sent a request that is still
+         * on its way, and a client that does not retry would lose it, so
+         * the connection stays for keepalive_drain_timeout and its next
+         * request is answered with "Connection: close". A draining
+         * connection told again is closed.
          */
 
         if (!weir_http_v1_input_pending(c)) {
             if (c->requests > 0) {
+                v1c = hc->proto_ctx;
+
+                if (weir_exiting && !v1c->draining) {
+                    left = weir_http_v1_drain_left(v1c->drain_timeout);
+
+                    if (left > 0) {
+                        c->close = 0;
+                        weir_http_v1_drain(c, left);
+                        return;
+                    }
+                }
+
                 weir_http_close_connection(c);
                 return;
             }
@@ -2157,7 +2183,7 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
     size_t                       n, size;
     weir_buf_t                  *b, *nb;
     weir_uint_t                  keepalive, linger, reset;
-    weir_msec_t                  keepalive_timeout;
+    weir_msec_t                  keepalive_timeout, drain;
     struct linger                lg;
     weir_event_t                *rev, *wev;
     weir_connection_t           *c;
@@ -2177,8 +2203,18 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
     clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
 
     keepalive = r->keepalive && r->response_sent && !r->terminated
-                && !c->error && !c->timedout && !c->close && !weir_exiting
+                && !c->error && !c->timedout && !c->close
                 && weir_http_v1_body_consumed(r);
+
+    drain = 0;
+
+    if (keepalive && weir_exiting) {
+        /* the response promised keep-alive before the shutdown began: the
+         * client may already be sending its next request, so the
+         * connection drains as the idle ones do (0: closes at once) */
+        drain = weir_http_v1_drain_left(clcf->keepalive_drain_timeout);
+        keepalive = (drain > 0);
+    }
 
     linger = 0;
 
@@ -2202,6 +2238,7 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
     reset = c->timedout && clcf->reset_timedout_connection == 1;
 
     keepalive_timeout = clcf->keepalive_timeout;
+    v1c->drain_timeout = clcf->keepalive_drain_timeout;
     v1c->lingering_timeout = clcf->lingering_timeout;
     v1c->lingering_deadline = weir_time()
                               + (time_t) (clcf->lingering_time / 1000);
@@ -2284,7 +2321,8 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
 
     if (nb) {
         /* the next request is already here: start it after this pass,
-         * so its response follows this one */
+         * so its response follows this one (with "Connection: close"
+         * when the worker is shutting down) */
         hc->pipeline = 1;
         weir_post_event(rev, &weir_posted_events);
         return;
@@ -2294,6 +2332,12 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
     c->idle = 1;
 
     weir_reusable_connection(c, 1);
+
+    if (drain) {
+        v1c->draining = 1;
+        keepalive_timeout = weir_min(keepalive_timeout, drain);
+    }
+
     weir_event_add_timer(rev, keepalive_timeout);
 
     if (weir_handle_read_event(rev, 0) != WEIR_OK) {
@@ -2310,6 +2354,57 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
     if (rev->ready) {
         weir_post_event(rev, &weir_posted_events);
     }
+}
+
+
+/*
+ * What is left of the drain of a shutting-down worker's idle connections:
+ * drain (keepalive_drain_timeout) from the start of the shutdown, so that
+ * no connection, whenever it became idle, keeps the worker longer than
+ * that; 0 when it is over or was 0 (close at once, as nginx does).
+ * worker_shutdown_timeout still closes everything at its own deadline.
+ */
+
+static weir_msec_t
+weir_http_v1_drain_left(weir_msec_t drain)
+{
+    weir_msec_int_t  left;
+
+    left = (weir_msec_int_t) (weir_exiting_msec + drain - weir_current_msec);
+
+    return left > 0 ? (weir_msec_t) left : 0;
+}
+
+
+/*
+ * Keeps an idle connection of a shutting-down worker for at most left ms
+ * (or its keep-alive deadline, when that comes first): a request that
+ * arrives is served with "Connection: close" (the worker is exiting), a
+ * silent connection is closed by its timer like any idle one.
+ */
+
+static void
+weir_http_v1_drain(weir_connection_t *c, weir_msec_t left)
+{
+    weir_event_t            *rev;
+    weir_http_v1_conn_t     *v1c;
+    weir_http_connection_t  *hc;
+
+    hc = c->data;
+    v1c = hc->proto_ctx;
+    rev = c->read;
+
+    v1c->draining = 1;
+    c->log->action = "draining keepalive";
+
+    if (rev->timer_set
+        && (weir_msec_int_t) (rev->timer.key - weir_current_msec)
+           <= (weir_msec_int_t) left)
+    {
+        return;
+    }
+
+    weir_event_add_timer(rev, left);
 }
 
 
@@ -2365,19 +2460,64 @@ weir_http_v1_set_lingering_close(weir_connection_t *c)
         return;
     }
 
-    if (shutdown(c->fd, SHUT_WR) == -1) {
-        weir_log_error(WEIR_LOG_INFO, c->log, weir_socket_errno,
-                       "shutdown() failed");
+    c->log->action = "lingering close";
+
+    /* under TLS a close_notify goes before the FIN, or the client
+     * cannot tell the end of the response from a cut */
+
+    switch (weir_connection_half_close(c)) {
+
+    case WEIR_OK:
+        break;
+
+    case WEIR_AGAIN:
+        wev->handler = weir_http_v1_lingering_half_close_handler;
+
+        if (weir_handle_write_event(wev, 0) != WEIR_OK) {
+            weir_http_close_connection(c);
+            return;
+        }
+
+        break;
+
+    default:
         weir_http_close_connection(c);
         return;
     }
-
-    c->log->action = "lingering close";
 
     weir_event_add_timer(rev, v1c->lingering_timeout);
 
     if (rev->ready) {
         weir_http_v1_lingering_close_handler(rev);
+    }
+}
+
+
+/* the close_notify of a lingering close, when the socket had no room */
+
+static void
+weir_http_v1_lingering_half_close_handler(weir_event_t *wev)
+{
+    weir_int_t          rc;
+    weir_connection_t  *c;
+
+    c = wev->data;
+
+    rc = weir_connection_half_close(c);
+
+    if (rc == WEIR_ERROR) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    if (rc == WEIR_OK) {
+        wev->handler = weir_http_v1_empty_handler;
+    }
+
+    /* WEIR_AGAIN waits for the next write event; after WEIR_OK this
+     * takes a level-triggered write event back */
+    if (weir_handle_write_event(wev, 0) != WEIR_OK) {
+        weir_http_close_connection(c);
     }
 }
 

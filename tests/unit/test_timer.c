@@ -197,12 +197,24 @@ WEIR_UNIT_TEST(timer_lazy_rearm)
     WEIR_CHECK_INT(test_timer_ev[0].timer.key, key);
     WEIR_CHECK(test_timer_ev[0].timer_set);
 
-    /* a shorter deadline just under the lazy delay: still kept */
+    /* a later deadline just under the lazy delay: still kept */
     weir_event_add_timer(&test_timer_ev[0],
-                         1000 - 100 - (WEIR_TIMER_LAZY_DELAY - 1));
+                         1000 - 100 + (WEIR_TIMER_LAZY_DELAY - 1));
     WEIR_CHECK_INT(test_timer_ev[0].timer.key, key);
 
-    /* a move of the lazy delay or more re-inserts */
+    /* an earlier deadline, even by 1 ms, must fire earlier: re-inserted */
+    weir_event_add_timer(&test_timer_ev[0], 1000 - 100 - 1);
+    WEIR_CHECK_INT(test_timer_ev[0].timer.key, key - 1);
+    key = test_timer_ev[0].timer.key;
+
+    weir_event_add_timer(&test_timer_ev[0],
+                         1000 - 100 - 1 - (WEIR_TIMER_LAZY_DELAY - 1));
+    WEIR_CHECK_INT(test_timer_ev[0].timer.key,
+                   key - (WEIR_TIMER_LAZY_DELAY - 1));
+    WEIR_CHECK_INT(weir_event_find_timer(),
+                   1000 - 100 - 1 - (WEIR_TIMER_LAZY_DELAY - 1));
+
+    /* a later move of the lazy delay or more re-inserts */
     weir_event_add_timer(&test_timer_ev[0], 1000 + WEIR_TIMER_LAZY_DELAY);
     WEIR_CHECK_INT(test_timer_ev[0].timer.key,
                    1100 + 1000 + WEIR_TIMER_LAZY_DELAY);

@@ -70,6 +70,7 @@ static weir_uint_t weir_ssl_iov_starts_with(struct iovec *iov, int cnt,
 static ssize_t weir_ssl_handle_result(weir_connection_t *c, int n,
     const char *text, weir_uint_t reading);
 static void weir_ssl_shutdown_op(weir_connection_t *c);
+static weir_int_t weir_ssl_half_close_op(weir_connection_t *c);
 static weir_uint_t weir_ssl_pending_op(weir_connection_t *c);
 static int weir_ssl_new_session(SSL *ssl, SSL_SESSION *sess);
 static SSL_SESSION *weir_ssl_get_cached_session(SSL *ssl,
@@ -103,7 +104,8 @@ static int  weir_ssl_session_ctx_index = -1;
 
 static const weir_ssl_connection_ops_t  weir_ssl_ops = {
     weir_ssl_shutdown_op,
-    weir_ssl_pending_op
+    weir_ssl_pending_op,
+    weir_ssl_half_close_op
 };
 
 
@@ -2303,9 +2305,19 @@ weir_ssl_shutdown_op(weir_connection_t *c)
         return;
     }
 
-    if (SSL_in_init(ssl)
-        || c->timedout || c->error || c->read->error || c->write->error
-        || sslc->no_send_shutdown)
+    if (SSL_get_shutdown(ssl) & SSL_SENT_SHUTDOWN) {
+
+        /* half closed already: its close_notify went out, or gets one
+         * more try (SSL_set_shutdown below would send a second one) */
+
+        if (sslc->shutdown_pending && !c->error && !c->write->error) {
+            weir_ssl_clear_error();
+            (void) SSL_shutdown(ssl);
+        }
+
+    } else if (SSL_in_init(ssl)
+               || c->timedout || c->error || c->read->error
+               || c->write->error || sslc->no_send_shutdown)
     {
         SSL_set_quiet_shutdown(ssl, 1);
 
@@ -2326,6 +2338,79 @@ weir_ssl_shutdown_op(weir_connection_t *c)
 
     SSL_free(ssl);
     sslc->connection = NULL;
+}
+
+
+/*
+ * close_notify for a half close (see weir_ssl_connection_ops_t): the SSL
+ * stays, so what the peer still sends can be read (OpenSSL reads
+ * application data after sending its close_notify). Sent once; after
+ * WEIR_AGAIN the next call writes the sealed alert.
+ */
+
+static weir_int_t
+weir_ssl_half_close_op(weir_connection_t *c)
+{
+    int               n, sslerr;
+    SSL              *ssl;
+    weir_err_t        err;
+    weir_ssl_conn_t  *sslc;
+
+    sslc = weir_ssl_conn(c);
+
+    if (sslc == NULL || sslc->connection == NULL) {
+        return WEIR_OK;
+    }
+
+    ssl = sslc->connection;
+
+    if (SSL_get_shutdown(ssl) & SSL_SENT_SHUTDOWN) {
+        if (!sslc->shutdown_pending) {
+            return WEIR_OK;
+        }
+
+    } else if (SSL_in_init(ssl) || c->error || c->write->error
+               || sslc->no_send_shutdown)
+    {
+        /* nothing can be sent any more: the FIN alone */
+        return WEIR_OK;
+    }
+
+    weir_ssl_clear_error();
+
+    n = SSL_shutdown(ssl);
+
+    weir_log_debug(c->log, 0, "SSL_shutdown: %d", n);
+
+    if (n >= 0) {
+        /* 0: ours went out, the peer's is still to come; 1: both */
+        sslc->shutdown_pending = 0;
+        return WEIR_OK;
+    }
+
+    sslerr = SSL_get_error(ssl, n);
+    err = (sslerr == SSL_ERROR_SYSCALL) ? weir_errno : 0;
+
+    switch (sslerr) {
+
+    case SSL_ERROR_WANT_WRITE:
+        sslc->shutdown_pending = 1;
+        c->write->ready = 0;
+        return WEIR_AGAIN;
+
+    case SSL_ERROR_WANT_READ:
+        /* ours is out and SSL_shutdown went on to wait for the peer's,
+         * which a half close does not do */
+        sslc->shutdown_pending = 0;
+        return WEIR_OK;
+
+    default:
+        sslc->shutdown_pending = 0;
+        c->write->error = 1;
+        weir_ssl_connection_error(c, sslerr, err, "SSL_shutdown() failed");
+        weir_ssl_clear_error();
+        return WEIR_ERROR;
+    }
 }
 
 

@@ -61,6 +61,11 @@ typedef struct {
     unsigned                     no_wait_shutdown:1;
     unsigned                     no_send_shutdown:1;
     unsigned                     shutdown_without_free:1;
+    /* a half close's close_notify is sealed but not yet written (the
+     * socket was full): only then may SSL_shutdown be called again, as
+     * once it is out, SSL_shutdown would read (and drop) the peer's
+     * data waiting for its close_notify */
+    unsigned                     shutdown_pending:1;
     unsigned                     handshake_buffer_set:1;
     unsigned                     sendfile:1;
     unsigned                     client:1;
