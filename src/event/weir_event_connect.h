@@ -40,6 +40,8 @@ typedef weir_int_t (*weir_event_get_peer_pt)(weir_peer_connection_t *pc,
 typedef void (*weir_event_free_peer_pt)(weir_peer_connection_t *pc,
     void *data, weir_uint_t state);
 
+#define WEIR_PEER_KEY_MAX    320
+
 #define WEIR_PEER_KEEPALIVE  1
 #define WEIR_PEER_NEXT       2
 #define WEIR_PEER_FAILED     4
@@ -64,10 +66,19 @@ struct weir_peer_connection_s {
 
     unsigned                    cached:1;   /* get returned WEIR_DONE */
     unsigned                    keepalive:1;/* the caller says: reusable */
-    unsigned                    ssl:1;      /* the caller wants TLS: a pool
-                                               hands out only a cached
-                                               connection whose c->ssl
-                                               matches (added for TLS) */
+    /*
+     * With the address, what makes two connections to a peer
+     * interchangeable: a pool hands out a cached connection only to a
+     * request whose key is byte for byte the one the connection was made
+     * with. Empty for plain TCP; for TLS, the ssl module's summary of
+     * everything that decides the handshake and its verification (the
+     * client context with its trust store, CRL, client certificate,
+     * protocols, ciphers and ALPN; the name checked and sent as SNI).
+     * Set by the caller before get; at most WEIR_PEER_KEY_MAX bytes are
+     * pooled.
+     */
+    weir_str_t                  key;
+
     unsigned                    log_error:2;
 };
 

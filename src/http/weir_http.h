@@ -86,6 +86,17 @@ struct weir_http_ssl_hooks_s {
      * returns) or WEIR_ERROR (could not start: done is not called).
      */
     weir_int_t  (*upstream_handshake)(weir_http_upstream_t *u);
+
+    /*
+     * Before the first connect of a request with u->ssl: set
+     * u->peer.key (in r->pool) to what identifies the TLS connection the
+     * request's proxy_ssl_* configuration would make, so that the
+     * keep-alive pool and the session cache never hand a connection or
+     * a session made with other settings (another trust store, name,
+     * client certificate ...) to this request. The handshake then uses
+     * exactly what the key says. WEIR_OK or WEIR_ERROR (logged).
+     */
+    weir_int_t  (*upstream_key)(weir_http_upstream_t *u);
 };
 
 /* request lifecycle: see docs/dev/lifetimes.md */

@@ -105,6 +105,7 @@ static void weir_http_upstream_take_connection(weir_http_upstream_t *u,
 static void weir_http_upstream_free_peer(weir_http_upstream_t *u,
     weir_uint_t state);
 static void weir_http_upstream_close(weir_connection_t *c);
+static weir_int_t weir_http_upstream_ssl_key(weir_http_upstream_t *u);
 static void weir_http_upstream_next(weir_http_upstream_t *u,
     weir_uint_t ft);
 static weir_uint_t weir_http_upstream_may_retry(weir_http_upstream_t *u,
@@ -769,7 +770,15 @@ weir_http_upstream_connect(weir_http_upstream_t *u)
     u->response_started = 0;
     u->peer.keepalive = 0;
     u->peer.start_time = weir_current_msec;
-    u->peer.ssl = u->ssl;
+
+    if (u->ssl && u->peer.key.data == NULL) {
+        /* once per request: the key depends on the location and the
+         * origin's name, not on the peer an attempt picks */
+        if (weir_http_upstream_ssl_key(u) != WEIR_OK) {
+            weir_http_upstream_finalize(u, WEIR_HTTP_BAD_GATEWAY);
+            return;
+        }
+    }
 
     if (ctx->same_peer) {
         /* the special retry after a stale cached connection: the peer
@@ -786,31 +795,6 @@ weir_http_upstream_connect(weir_http_upstream_t *u)
         /* set again by get when it chooses a peer */
         u->peer.sockaddr = NULL;
         rc = weir_event_connect_peer(&u->peer);
-    }
-
-    if (rc == WEIR_DONE
-        && (u->peer.connection->ssl != NULL) != (u->ssl != 0))
-    {
-        /*
-         * The keep-alive pool keeps connections per peer, not per
-         * scheme: an origin reached both with http:// and https:// can
-         * hand a plain connection to a TLS request or the reverse. It is
-         * closed and a fresh one opened to the same peer.
-         */
-        weir_log_debug(r->connection->log, 0,
-                       "upstream: cached connection %s TLS, closed",
-                       u->peer.connection->ssl ? "with" : "without");
-
-        weir_http_upstream_close(u->peer.connection);
-        u->peer.connection = NULL;
-        u->peer.cached = 0;
-
-        get = u->peer.get;
-        u->peer.get = weir_event_get_peer;
-
-        rc = weir_event_connect_peer(&u->peer);
-
-        u->peer.get = get;
     }
 
     if (u->peer.name) {
@@ -963,6 +947,25 @@ weir_http_upstream_connected(weir_http_upstream_t *u)
     u->request_sent = 0;
 
     weir_http_upstream_send(u);
+}
+
+
+/* the TLS key of the request (weir_http_ssl_hooks_t.upstream_key) */
+
+static weir_int_t
+weir_http_upstream_ssl_key(weir_http_upstream_t *u)
+{
+    weir_http_core_main_conf_t  *cmcf;
+
+    cmcf = weir_http_get_module_main_conf(u->request, weir_http_core_module);
+
+    if (cmcf->ssl == NULL || cmcf->ssl->upstream_key == NULL) {
+        weir_log_error(WEIR_LOG_ERR, u->request->connection->log, 0,
+                       "TLS to upstream requires the ssl module");
+        return WEIR_ERROR;
+    }
+
+    return cmcf->ssl->upstream_key(u);
 }
 
 

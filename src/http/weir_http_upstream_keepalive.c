@@ -11,8 +11,15 @@
  *
  * The pool wraps the balancer's get/free hooks for each request: get
  * asks the balancer for a peer, then hands out an idle connection to
- * that peer's address if one is cached; free caches a reusable
- * connection and always tells the balancer how the attempt went.
+ * that peer if one is cached; free caches a reusable connection and
+ * always tells the balancer how the attempt went.
+ *
+ * "That peer" is the address and the key of the attempt (pc->key: empty
+ * for plain TCP, the TLS settings of the handshake otherwise): idle
+ * connections are kept in one queue per (address, key), found through a
+ * hash, so that neither a lookup nor a connection made with other TLS
+ * settings costs a scan of the group's connections. A global queue in
+ * caching order picks the connection to close when the pool is full.
  *
  * An idle connection belongs to the pool alone: c->data is its cache
  * item, its log is the cycle's, its read handler closes it on anything
@@ -40,16 +47,32 @@ typedef struct {
     weir_http_upstream_keepalive_srv_conf_t   conf;   /* resolved */
     weir_queue_t                         cache;  /* idle; head: newest */
     weir_queue_t                         free;   /* unused items */
+    weir_queue_t                         free_peers;
+    weir_queue_t                        *buckets;
+    weir_uint_t                          mask;   /* buckets - 1 */
     weir_log_t                          *log;    /* the cycle's */
 } weir_http_upstream_keepalive_cache_t;
 
 
+/* the idle connections to one (address, key); in a bucket while it has
+ * some, in cache->free_peers otherwise */
 typedef struct {
-    weir_http_upstream_keepalive_cache_t   *cache;
     weir_queue_t                         queue;
-    weir_connection_t                   *connection;
+    weir_queue_t                         idle;   /* head: newest */
+    weir_uint_t                          hash;
     socklen_t                            socklen;
     weir_sockaddr_t                      sockaddr;
+    size_t                               key_len;
+    unsigned char                        key[WEIR_PEER_KEY_MAX];
+} weir_http_upstream_keepalive_peer_t;
+
+
+typedef struct {
+    weir_http_upstream_keepalive_cache_t   *cache;
+    weir_queue_t                         queue;  /* cache->cache or free */
+    weir_queue_t                         peer_queue; /* peer->idle */
+    weir_http_upstream_keepalive_peer_t    *peer;
+    weir_connection_t                   *connection;
 } weir_http_upstream_keepalive_item_t;
 
 
@@ -76,6 +99,14 @@ static void weir_http_upstream_keepalive_dummy_handler(weir_event_t *ev);
 static void weir_http_upstream_keepalive_close_handler(weir_event_t *ev);
 static void weir_http_upstream_keepalive_close(weir_connection_t *c);
 static void weir_http_upstream_keepalive_empty(void *data);
+static weir_uint_t weir_http_upstream_keepalive_hash(struct sockaddr *sa,
+    weir_str_t *key);
+static weir_http_upstream_keepalive_peer_t *
+    weir_http_upstream_keepalive_find(
+    weir_http_upstream_keepalive_cache_t *cache, weir_peer_connection_t *pc,
+    weir_uint_t hash);
+static void weir_http_upstream_keepalive_unlink(
+    weir_http_upstream_keepalive_item_t *item);
 static weir_http_upstream_keepalive_cache_t *
     weir_http_upstream_keepalive_get_cache(weir_http_upstream_srv_conf_t *us);
 
@@ -219,10 +250,12 @@ weir_http_upstream_keepalive_init_peer(weir_http_request_t *r,
 static weir_http_upstream_keepalive_cache_t *
 weir_http_upstream_keepalive_get_cache(weir_http_upstream_srv_conf_t *us)
 {
-    weir_uint_t                               i;
+    weir_uint_t                               i, nbuckets;
     weir_cycle_t                             *cycle;
+    weir_queue_t                             *buckets;
     weir_pool_cleanup_t                      *cln;
     weir_http_upstream_keepalive_item_t      *items;
+    weir_http_upstream_keepalive_peer_t      *peers;
     weir_http_upstream_keepalive_cache_t     *cache;
     weir_http_upstream_keepalive_srv_conf_t   conf, *kcf;
 
@@ -263,18 +296,31 @@ weir_http_upstream_keepalive_get_cache(weir_http_upstream_srv_conf_t *us)
         return NULL;
     }
 
+    /* as many buckets as connections, a power of two: a peer's lookup
+     * meets about one other peer */
+    nbuckets = 8;
+
+    while (nbuckets < (weir_uint_t) conf.max_cached) {
+        nbuckets <<= 1;
+    }
+
     cycle = (weir_cycle_t *) weir_cycle;
 
     cache = weir_palloc(cycle->pool,
                         sizeof(weir_http_upstream_keepalive_cache_t));
     items = weir_pcalloc(cycle->pool, (size_t) conf.max_cached
                          * sizeof(weir_http_upstream_keepalive_item_t));
+    peers = weir_pcalloc(cycle->pool, (size_t) conf.max_cached
+                         * sizeof(weir_http_upstream_keepalive_peer_t));
+    buckets = weir_palloc(cycle->pool, nbuckets * sizeof(weir_queue_t));
 
     /* the cycle may go before the process does (a reload without a
      * master process): its idle connections go with it */
     cln = weir_pool_cleanup_add(cycle->pool, 0);
 
-    if (cache == NULL || items == NULL || cln == NULL) {
+    if (cache == NULL || items == NULL || peers == NULL || buckets == NULL
+        || cln == NULL)
+    {
         return WEIR_CONF_UNSET_PTR;
     }
 
@@ -283,13 +329,24 @@ weir_http_upstream_keepalive_get_cache(weir_http_upstream_srv_conf_t *us)
 
     cache->conf = conf;
     cache->log = cycle->log;
+    cache->buckets = buckets;
+    cache->mask = nbuckets - 1;
 
     weir_queue_init(&cache->cache);
     weir_queue_init(&cache->free);
+    weir_queue_init(&cache->free_peers);
 
+    for (i = 0; i < nbuckets; i++) {
+        weir_queue_init(&buckets[i]);
+    }
+
+    /* a peer entry per item at most: every entry in a bucket holds one
+     * connection or more */
     for (i = 0; i < (weir_uint_t) conf.max_cached; i++) {
         items[i].cache = cache;
         weir_queue_insert_head(&cache->free, &items[i].queue);
+        weir_queue_init(&peers[i].idle);
+        weir_queue_insert_head(&cache->free_peers, &peers[i].queue);
     }
 
     us->keepalive = cache;
@@ -305,9 +362,9 @@ weir_http_upstream_get_keepalive_peer(weir_peer_connection_t *pc,
     weir_http_upstream_keepalive_peer_data_t  *kp = data;
 
     weir_int_t                            rc;
-    weir_queue_t                         *q, *cache;
     weir_connection_t                    *c;
     weir_http_upstream_keepalive_item_t  *item;
+    weir_http_upstream_keepalive_peer_t  *peer;
 
     pc->cached = 0;
     pc->connection = NULL;
@@ -318,56 +375,42 @@ weir_http_upstream_get_keepalive_peer(weir_peer_connection_t *pc,
         return rc;
     }
 
-    /* the most recently cached connection to this address first: it is
-     * the least likely to have been closed by the origin */
-
-    cache = &kp->cache->cache;
-
-    for (q = weir_queue_head(cache);
-         q != weir_queue_sentinel(cache);
-         q = weir_queue_next(q))
-    {
-        item = weir_queue_data(q, weir_http_upstream_keepalive_item_t, queue);
-
-        if (weir_cmp_sockaddr(&item->sockaddr.sockaddr, item->socklen,
-                              pc->sockaddr, pc->socklen, 1)
-            != WEIR_OK
-            || (item->connection->ssl != NULL) != pc->ssl)
-        {
-            /* another peer, or plain where TLS is wanted (or the other
-             * way round: one group may serve http:// and https://) */
-            continue;
-        }
-
-        weir_queue_remove(q);
-        weir_queue_insert_head(&kp->cache->free, q);
-
-        c = item->connection;
-        item->connection = NULL;
-
-        weir_reusable_connection(c, 0);
-        c->idle = 0;
-        c->data = NULL;
-
-        if (c->read->timer_set) {
-            weir_event_del_timer(c->read);
-        }
-
-        c->read->cancelable = 0;
-
-        weir_log_debug(pc->log, 0,
-                       "upstream keepalive: reusing connection *%lu "
-                       "fd:%d to %.*s", (unsigned long) c->number, c->fd,
-                       pc->name ? (int) pc->name->len : 0,
-                       pc->name ? (char *) pc->name->data : "");
-
-        pc->connection = c;
-        pc->cached = 1;
-
-        return WEIR_DONE;
+    peer = weir_http_upstream_keepalive_find(kp->cache, pc,
+               weir_http_upstream_keepalive_hash(pc->sockaddr, &pc->key));
+    if (peer == NULL) {
+        return WEIR_OK;
     }
 
-    return WEIR_OK;
+    /* the most recently cached connection to this peer first: it is the
+     * least likely to have been closed by the origin */
+
+    item = weir_queue_data(weir_queue_head(&peer->idle),
+                           weir_http_upstream_keepalive_item_t, peer_queue);
+
+    c = item->connection;
+
+    weir_http_upstream_keepalive_unlink(item);
+
+    weir_reusable_connection(c, 0);
+    c->idle = 0;
+    c->data = NULL;
+
+    if (c->read->timer_set) {
+        weir_event_del_timer(c->read);
+    }
+
+    c->read->cancelable = 0;
+
+    weir_log_debug(pc->log, 0,
+                   "upstream keepalive: reusing connection *%lu "
+                   "fd:%d to %.*s", (unsigned long) c->number, c->fd,
+                   pc->name ? (int) pc->name->len : 0,
+                   pc->name ? (char *) pc->name->data : "");
+
+    pc->connection = c;
+    pc->cached = 1;
+
+    return WEIR_DONE;
 }
 
 
@@ -377,9 +420,11 @@ weir_http_upstream_free_keepalive_peer(weir_peer_connection_t *pc,
 {
     weir_http_upstream_keepalive_peer_data_t  *kp = data;
 
+    weir_uint_t                            hash;
     weir_queue_t                          *q;
     weir_connection_t                     *c;
     weir_http_upstream_keepalive_item_t   *item;
+    weir_http_upstream_keepalive_peer_t   *peer;
     weir_http_upstream_keepalive_cache_t  *cache;
 
     cache = kp->cache;
@@ -404,32 +449,54 @@ weir_http_upstream_free_keepalive_peer(weir_peer_connection_t *pc,
 
     if (weir_queue_empty(&cache->free)) {
 
-        /* full: the least recently cached connection makes room */
+        /* full: the least recently cached connection makes room (and
+         * with it, maybe, a peer entry) */
 
         q = weir_queue_last(&cache->cache);
         item = weir_queue_data(q, weir_http_upstream_keepalive_item_t, queue);
-
-        weir_queue_remove(q);
 
         weir_log_debug(cache->log, 0,
                        "upstream keepalive: pool full, closing *%lu",
                        (unsigned long) item->connection->number);
 
         weir_http_upstream_keepalive_close(item->connection);
-        item->connection = NULL;
-
-    } else {
-        q = weir_queue_head(&cache->free);
-        item = weir_queue_data(q, weir_http_upstream_keepalive_item_t, queue);
-
-        weir_queue_remove(q);
+        weir_http_upstream_keepalive_unlink(item);
     }
 
-    weir_queue_insert_head(&cache->cache, q);
+    hash = weir_http_upstream_keepalive_hash(pc->sockaddr, &pc->key);
 
+    peer = weir_http_upstream_keepalive_find(cache, pc, hash);
+
+    if (peer == NULL) {
+        /* never empty here: there are as many entries as items, and
+         * every entry in use holds an item */
+        q = weir_queue_head(&cache->free_peers);
+        weir_queue_remove(q);
+
+        peer = weir_queue_data(q, weir_http_upstream_keepalive_peer_t,
+                               queue);
+        peer->hash = hash;
+        peer->socklen = pc->socklen;
+        weir_memcpy(&peer->sockaddr, pc->sockaddr, pc->socklen);
+        peer->key_len = pc->key.len;
+
+        if (pc->key.len) {
+            weir_memcpy(peer->key, pc->key.data, pc->key.len);
+        }
+
+        weir_queue_insert_head(&cache->buckets[hash & cache->mask],
+                               &peer->queue);
+    }
+
+    q = weir_queue_head(&cache->free);
+    item = weir_queue_data(q, weir_http_upstream_keepalive_item_t, queue);
+
+    weir_queue_remove(q);
+    weir_queue_insert_head(&cache->cache, q);
+    weir_queue_insert_head(&peer->idle, &item->peer_queue);
+
+    item->peer = peer;
     item->connection = c;
-    item->socklen = pc->socklen;
-    weir_memcpy(&item->sockaddr, pc->sockaddr, pc->socklen);
 
     pc->connection = NULL;
 
@@ -503,7 +570,9 @@ weir_http_upstream_keepalive_reusable(
         return 0;
     }
 
-    if (pc->socklen == 0 || pc->socklen > sizeof(weir_sockaddr_t)) {
+    if (pc->socklen == 0 || pc->socklen > sizeof(weir_sockaddr_t)
+        || pc->key.len > WEIR_PEER_KEY_MAX)
+    {
         return 0;
     }
 
@@ -581,9 +650,7 @@ close:
     weir_http_upstream_keepalive_close(c);
 
     if (item != NULL) {
-        item->connection = NULL;
-        weir_queue_remove(&item->queue);
-        weir_queue_insert_head(&item->cache->free, &item->queue);
+        weir_http_upstream_keepalive_unlink(item);
     }
 }
 
@@ -653,13 +720,120 @@ weir_http_upstream_keepalive_empty(void *data)
         item = weir_queue_data(q, weir_http_upstream_keepalive_item_t,
                                queue);
 
-        weir_queue_remove(q);
-        weir_queue_insert_head(&cache->free, q);
-
         if (item->connection) {
             weir_http_upstream_keepalive_close(item->connection);
-            item->connection = NULL;
         }
+
+        weir_http_upstream_keepalive_unlink(item);
+    }
+}
+
+
+/*
+ * The peer of a connection: its address as weir_cmp_sockaddr compares it
+ * (family, address, port) and its key.
+ */
+
+static weir_uint_t
+weir_http_upstream_keepalive_hash(struct sockaddr *sa, weir_str_t *key)
+{
+    size_t               i, len;
+    weir_uint_t          hash;
+    unsigned char       *p;
+    struct sockaddr_in  *sin;
+    struct sockaddr_in6 *sin6;
+
+    switch (sa->sa_family) {
+
+    case AF_INET:
+        sin = (struct sockaddr_in *) sa;
+        hash = sin->sin_port;
+        p = (unsigned char *) &sin->sin_addr;
+        len = sizeof(struct in_addr);
+        break;
+
+    case AF_INET6:
+        sin6 = (struct sockaddr_in6 *) sa;
+        hash = sin6->sin6_port;
+        p = (unsigned char *) &sin6->sin6_addr;
+        len = sizeof(struct in6_addr);
+        break;
+
+    default:
+        /* weir_cmp_sockaddr tells them apart */
+        hash = sa->sa_family;
+        p = NULL;
+        len = 0;
+        break;
+    }
+
+    for (i = 0; i < len; i++) {
+        hash = weir_hash(hash, p[i]);
+    }
+
+    for (i = 0; i < key->len; i++) {
+        hash = weir_hash(hash, key->data[i]);
+    }
+
+    return hash;
+}
+
+
+/* the entry of pc's (address, key), or NULL when none is cached */
+
+static weir_http_upstream_keepalive_peer_t *
+weir_http_upstream_keepalive_find(weir_http_upstream_keepalive_cache_t *cache,
+    weir_peer_connection_t *pc, weir_uint_t hash)
+{
+    weir_queue_t                         *q, *bucket;
+    weir_http_upstream_keepalive_peer_t  *peer;
+
+    bucket = &cache->buckets[hash & cache->mask];
+
+    for (q = weir_queue_head(bucket);
+         q != weir_queue_sentinel(bucket);
+         q = weir_queue_next(q))
+    {
+        peer = weir_queue_data(q, weir_http_upstream_keepalive_peer_t, queue);
+
+        if (peer->hash == hash
+            && peer->key_len == pc->key.len
+            && (pc->key.len == 0
+                || weir_memcmp(peer->key, pc->key.data, pc->key.len) == 0)
+            && weir_cmp_sockaddr(&peer->sockaddr.sockaddr, peer->socklen,
+                                 pc->sockaddr, pc->socklen, 1)
+               == WEIR_OK)
+        {
+            return peer;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* takes an item out of the pool (its connection is the caller's): the
+ * item is free again, and so is its peer entry when it was the last */
+
+static void
+weir_http_upstream_keepalive_unlink(weir_http_upstream_keepalive_item_t *item)
+{
+    weir_http_upstream_keepalive_peer_t   *peer;
+    weir_http_upstream_keepalive_cache_t  *cache;
+
+    cache = item->cache;
+    peer = item->peer;
+
+    weir_queue_remove(&item->queue);
+    weir_queue_insert_head(&cache->free, &item->queue);
+    weir_queue_remove(&item->peer_queue);
+
+    item->connection = NULL;
+    item->peer = NULL;
+
+    if (weir_queue_empty(&peer->idle)) {
+        weir_queue_remove(&peer->queue);
+        weir_queue_insert_head(&cache->free_peers, &peer->queue);
     }
 }
 

@@ -15,6 +15,16 @@
  * weir_http_upstream_ssl_done. A pooled keep-alive connection keeps its
  * TLS (c->ssl) and is not handshaken again. docs/http/proxy.md, "TLS to
  * origins", describes the directives.
+ *
+ * What may be reused by whom: before its first connect, a request gets
+ * a key (weir_http_ssl_hooks_t.upstream_key) made of its client context
+ * and the name it checks and sends. Locations whose proxy_ssl_* settings
+ * are the same share one context (weir_http_proxy_ssl_set_ssl finds it),
+ * so the context stands for the trust store, CRL, depth, client
+ * certificate, protocols, ciphers, ALPN and commands. The keep-alive
+ * pool hands a connection only to a request with the same key, and a
+ * session is cached and offered under the same key: a connection or a
+ * session made under other settings never serves a request.
  */
 
 
@@ -23,23 +33,40 @@
 #define WEIR_HTTP_PROXY_SSL_NAME_MAX  255
 
 /*
- * The last session an origin gave for one (address, TLS name). Per
- * worker: the array is in the configuration, and each worker writes its
- * own copy after fork.
+ * The key of a request (u->peer.key): the context, the flags, then the
+ * name. The context is its pointer: contexts live as long as the cycle,
+ * and one is made per distinct set of settings.
+ */
+#define WEIR_HTTP_PROXY_SSL_KEY_SNI   1
+#define WEIR_HTTP_PROXY_SSL_KEY_HEAD  (sizeof(void *) + 1)
+
+_Static_assert(WEIR_HTTP_PROXY_SSL_KEY_HEAD + WEIR_HTTP_PROXY_SSL_NAME_MAX
+               <= WEIR_PEER_KEY_MAX,
+               "WEIR_PEER_KEY_MAX is too small for a TLS key");
+
+/*
+ * The last session an origin gave for one (address, key). Per worker:
+ * the array is in the configuration, and each worker writes its own copy
+ * after fork.
  */
 typedef struct {
     SSL_SESSION                 *session;
     weir_uint_t                  used;          /* LRU stamp */
     socklen_t                    socklen;
     struct sockaddr_storage      sockaddr;
-    size_t                       name_len;
-    unsigned char                name[WEIR_HTTP_PROXY_SSL_NAME_MAX];
+    size_t                       key_len;
+    unsigned char                key[WEIR_HTTP_PROXY_SSL_KEY_HEAD
+                                     + WEIR_HTTP_PROXY_SSL_NAME_MAX];
 } weir_http_proxy_ssl_session_t;
 
-/* one client TLS context, shared by the locations that configure nothing
- * of their own, with its session cache */
+typedef struct weir_http_proxy_ssl_loc_conf_s  weir_http_proxy_ssl_loc_conf_t;
+
+/* one client TLS context per distinct set of settings, shared by every
+ * location that has them, with its session cache */
 typedef struct {
     weir_ssl_t                       ssl;
+    /* what it was made of (weir_http_proxy_ssl_same_ctx compares) */
+    weir_http_proxy_ssl_loc_conf_t  *conf;
     weir_uint_t                      stamp;
     weir_http_proxy_ssl_session_t    sessions[WEIR_HTTP_PROXY_SSL_SESSIONS];
 } weir_http_proxy_ssl_ctx_t;
@@ -50,7 +77,7 @@ typedef struct {
     weir_array_t                     contexts;
 } weir_http_proxy_ssl_main_conf_t;
 
-typedef struct {
+struct weir_http_proxy_ssl_loc_conf_s {
     weir_flag_t                      verify;
     weir_flag_t                      server_name;
     weir_flag_t                      session_reuse;
@@ -58,6 +85,7 @@ typedef struct {
     weir_uint_t                      protocols;
     weir_str_t                       ciphers;
     weir_str_t                       trusted_certificate;
+    weir_str_t                       crl;
     weir_str_t                       certificate;
     weir_str_t                       certificate_key;
     weir_str_t                       password_file;
@@ -65,7 +93,7 @@ typedef struct {
     weir_http_complex_value_t       *name;
 
     weir_http_proxy_ssl_ctx_t       *ctx;
-} weir_http_proxy_ssl_loc_conf_t;
+};
 
 /*
  * Per origin connection, in c->pool, at weir_ssl_conn(c)->data: what the
@@ -75,18 +103,19 @@ typedef struct {
  */
 typedef struct {
     weir_http_upstream_t            *upstream;  /* NULL once done */
-    weir_http_proxy_ssl_loc_conf_t  *conf;
     weir_http_proxy_ssl_ctx_t       *ctx;
     struct sockaddr_storage          sockaddr;
     socklen_t                        socklen;
-    weir_str_t                       name;      /* for the cache key and
-                                                   the host check */
+    weir_str_t                       key;       /* u->peer.key, copied */
+    weir_str_t                       name;      /* in key: for SNI and the
+                                                   host check */
     long                             verify_error;  /* the first */
     weir_event_handler_pt            read_handler;
     weir_event_handler_pt            write_handler;
 } weir_http_proxy_ssl_conn_t;
 
 
+static weir_int_t weir_http_proxy_ssl_key(weir_http_upstream_t *u);
 static weir_int_t weir_http_proxy_ssl_handshake(weir_http_upstream_t *u);
 static void weir_http_proxy_ssl_handshake_handler(weir_connection_t *c);
 static void weir_http_proxy_ssl_finish(weir_connection_t *c);
@@ -111,6 +140,8 @@ static char *weir_http_proxy_ssl_merge_loc_conf(weir_conf_t *cf,
     void *parent, void *child);
 static weir_uint_t weir_http_proxy_ssl_conf_set(
     weir_http_proxy_ssl_loc_conf_t *conf);
+static weir_uint_t weir_http_proxy_ssl_same_ctx(
+    weir_http_proxy_ssl_loc_conf_t *a, weir_http_proxy_ssl_loc_conf_t *b);
 static weir_int_t weir_http_proxy_ssl_set_ssl(weir_conf_t *cf,
     weir_http_proxy_ssl_loc_conf_t *conf);
 static void weir_http_proxy_ssl_exit_process(weir_cycle_t *cycle);
@@ -141,6 +172,14 @@ static weir_command_t  weir_http_proxy_ssl_commands[] = {
       weir_conf_set_str_slot,
       WEIR_HTTP_LOC_CONF_OFFSET,
       offsetof(weir_http_proxy_ssl_loc_conf_t, trusted_certificate),
+      NULL },
+
+    { weir_string("proxy_ssl_crl"),
+      WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
+      |WEIR_CONF_TAKE1,
+      weir_conf_set_str_slot,
+      WEIR_HTTP_LOC_CONF_OFFSET,
+      offsetof(weir_http_proxy_ssl_loc_conf_t, crl),
       NULL },
 
     { weir_string("proxy_ssl_verify_depth"),
@@ -267,11 +306,58 @@ static const unsigned char  weir_http_proxy_ssl_alpn[] = "\x08http/1.1";
 /* ---- the handshake ---------------------------------------------------- */
 
 /*
+ * weir_http_ssl_hooks_t.upstream_key: the request's location decides the
+ * context, the name comes from proxy_ssl_name or proxy_pass. The key is
+ * in r->pool; the handshake takes the context and the name from it.
+ */
+
+static weir_int_t
+weir_http_proxy_ssl_key(weir_http_upstream_t *u)
+{
+    unsigned char                   *p;
+    weir_uint_t                      sni;
+    weir_str_t                       name;
+    weir_http_proxy_ssl_loc_conf_t  *plcf;
+
+    plcf = weir_http_get_module_loc_conf(u->request,
+                                         weir_http_proxy_ssl_module);
+
+    if (plcf->ctx == NULL) {
+        /* cannot happen: every location has one after merging */
+        weir_log_error(WEIR_LOG_ERR, u->request->connection->log, 0,
+                       "no TLS context for upstream \"%.*s\"",
+                       WEIR_STR_ARG(u->uri));
+        return WEIR_ERROR;
+    }
+
+    if (weir_http_proxy_ssl_name(u, plcf, &name, &sni) != WEIR_OK) {
+        return WEIR_ERROR;
+    }
+
+    p = weir_pnalloc(u->request->pool,
+                     WEIR_HTTP_PROXY_SSL_KEY_HEAD + name.len);
+    if (p == NULL) {
+        return WEIR_ERROR;
+    }
+
+    u->peer.key.data = p;
+    u->peer.key.len = WEIR_HTTP_PROXY_SSL_KEY_HEAD + name.len;
+
+    weir_memcpy(p, &plcf->ctx, sizeof(void *));
+    p += sizeof(void *);
+    *p++ = (unsigned char) (sni ? WEIR_HTTP_PROXY_SSL_KEY_SNI : 0);
+    weir_memcpy(p, name.data, name.len);
+
+    return WEIR_OK;
+}
+
+
+/*
  * weir_http_ssl_hooks_t.upstream_handshake: u->peer.connection is
- * connected and has no TLS yet. WEIR_OK: started, and
- * weir_http_upstream_ssl_done will be called exactly once (maybe before
- * this returns: then u may be gone, so nothing touches it after that).
- * WEIR_ERROR: could not start (logged), done is not called.
+ * connected and has no TLS yet; u->peer.key is set. WEIR_OK: started,
+ * and weir_http_upstream_ssl_done will be called exactly once (maybe
+ * before this returns: then u may be gone, so nothing touches it after
+ * that). WEIR_ERROR: could not start (logged), done is not called.
  */
 
 static weir_int_t
@@ -279,33 +365,22 @@ weir_http_proxy_ssl_handshake(weir_http_upstream_t *u)
 {
     SSL                             *ssl;
     weir_int_t                       rc;
-    weir_uint_t                      sni;
-    weir_str_t                       name;
+    weir_uint_t                      flags;
     weir_connection_t               *c;
     weir_ssl_conn_t                 *sc;
-    weir_http_request_t             *r;
     weir_http_proxy_ssl_conn_t      *pc;
     weir_http_proxy_ssl_session_t   *s;
-    weir_http_proxy_ssl_loc_conf_t  *plcf;
 
-    r = u->request;
     c = u->peer.connection;
 
-    plcf = weir_http_get_module_loc_conf(r, weir_http_proxy_ssl_module);
-
-    if (plcf->ctx == NULL) {
-        /* cannot happen: every location has one after merging */
+    if (u->peer.key.len < WEIR_HTTP_PROXY_SSL_KEY_HEAD) {
         weir_log_error(WEIR_LOG_ERR, c->log, 0,
-                       "no TLS context for upstream \"%.*s\"",
+                       "no TLS key for upstream \"%.*s\"",
                        WEIR_STR_ARG(u->uri));
         return WEIR_ERROR;
     }
 
     c->log->action = "SSL handshaking to upstream";
-
-    if (weir_http_proxy_ssl_name(u, plcf, &name, &sni) != WEIR_OK) {
-        return WEIR_ERROR;
-    }
 
     pc = weir_pcalloc(c->pool, sizeof(weir_http_proxy_ssl_conn_t));
     if (pc == NULL) {
@@ -313,8 +388,6 @@ weir_http_proxy_ssl_handshake(weir_http_upstream_t *u)
     }
 
     pc->upstream = u;
-    pc->conf = plcf;
-    pc->ctx = plcf->ctx;
 
     if (u->peer.sockaddr
         && u->peer.socklen <= (socklen_t) sizeof(struct sockaddr_storage))
@@ -323,17 +396,23 @@ weir_http_proxy_ssl_handshake(weir_http_upstream_t *u)
         pc->socklen = u->peer.socklen;
     }
 
-    /* a copy in c->pool: the connection may outlive the request (pool) */
-    pc->name.len = name.len;
-    pc->name.data = weir_pnalloc(c->pool, name.len + 1);
-    if (pc->name.data == NULL) {
+    /* a copy in c->pool, with a NUL after the name for OpenSSL: the
+     * connection may outlive the request (pool) */
+    pc->key.len = u->peer.key.len;
+    pc->key.data = weir_pnalloc(c->pool, u->peer.key.len + 1);
+    if (pc->key.data == NULL) {
         return WEIR_ERROR;
     }
 
-    weir_memcpy(pc->name.data, name.data, name.len);
-    pc->name.data[name.len] = '\0';
+    weir_memcpy(pc->key.data, u->peer.key.data, u->peer.key.len);
+    pc->key.data[pc->key.len] = '\0';
 
-    if (weir_ssl_create_connection(&plcf->ctx->ssl, c, WEIR_SSL_CLIENT)
+    weir_memcpy(&pc->ctx, pc->key.data, sizeof(void *));
+    flags = pc->key.data[sizeof(void *)];
+    pc->name.data = pc->key.data + WEIR_HTTP_PROXY_SSL_KEY_HEAD;
+    pc->name.len = pc->key.len - WEIR_HTTP_PROXY_SSL_KEY_HEAD;
+
+    if (weir_ssl_create_connection(&pc->ctx->ssl, c, WEIR_SSL_CLIENT)
         != WEIR_OK)
     {
         return WEIR_ERROR;
@@ -342,7 +421,7 @@ weir_http_proxy_ssl_handshake(weir_http_upstream_t *u)
     sc = weir_ssl_conn(c);
     ssl = sc->connection;
 
-    if (sni) {
+    if (flags & WEIR_HTTP_PROXY_SSL_KEY_SNI) {
         if (SSL_set_tlsext_host_name(ssl, (char *) pc->name.data) != 1) {
             weir_ssl_error(WEIR_LOG_ERR, c->log, 0,
                            "SSL_set_tlsext_host_name(\"%.*s\") failed",
@@ -351,8 +430,8 @@ weir_http_proxy_ssl_handshake(weir_http_upstream_t *u)
         }
     }
 
-    if (plcf->session_reuse && pc->socklen) {
-        s = weir_http_proxy_ssl_find_session(plcf->ctx, pc, 0);
+    if (pc->ctx->conf->session_reuse && pc->socklen) {
+        s = weir_http_proxy_ssl_find_session(pc->ctx, pc, 0);
 
         if (s && s->session) {
             if (weir_ssl_set_session(c, s->session) != WEIR_OK) {
@@ -426,7 +505,7 @@ weir_http_proxy_ssl_finish(weir_connection_t *c)
         return;
     }
 
-    if (pc->conf->verify) {
+    if (pc->ctx->conf->verify) {
         rc = weir_ssl_verify_result(c);
 
         if (rc != X509_V_OK && pc->verify_error != X509_V_OK) {
@@ -554,7 +633,7 @@ weir_http_proxy_ssl_name(weir_http_upstream_t *u,
 /* ---- sessions --------------------------------------------------------- */
 
 /*
- * The cache slot for pc's (address, name): the existing one, or with
+ * The cache slot for pc's (address, key): the existing one, or with
  * create the oldest slot (emptied) to fill. NULL: none.
  */
 
@@ -565,7 +644,7 @@ weir_http_proxy_ssl_find_session(weir_http_proxy_ssl_ctx_t *ctx,
     weir_uint_t                     i;
     weir_http_proxy_ssl_session_t  *s, *oldest;
 
-    if (pc->name.len > WEIR_HTTP_PROXY_SSL_NAME_MAX || pc->socklen == 0) {
+    if (pc->key.len > sizeof(ctx->sessions[0].key) || pc->socklen == 0) {
         return NULL;
     }
 
@@ -576,9 +655,9 @@ weir_http_proxy_ssl_find_session(weir_http_proxy_ssl_ctx_t *ctx,
 
         if (s->session
             && s->socklen == pc->socklen
-            && s->name_len == pc->name.len
+            && s->key_len == pc->key.len
             && weir_memcmp(&s->sockaddr, &pc->sockaddr, pc->socklen) == 0
-            && weir_memcmp(s->name, pc->name.data, pc->name.len) == 0)
+            && weir_memcmp(s->key, pc->key.data, pc->key.len) == 0)
         {
             s->used = ++ctx->stamp;
             return s;
@@ -603,8 +682,8 @@ weir_http_proxy_ssl_find_session(weir_http_proxy_ssl_ctx_t *ctx,
 
     weir_memcpy(&oldest->sockaddr, &pc->sockaddr, pc->socklen);
     oldest->socklen = pc->socklen;
-    weir_memcpy(oldest->name, pc->name.data, pc->name.len);
-    oldest->name_len = pc->name.len;
+    weir_memcpy(oldest->key, pc->key.data, pc->key.len);
+    oldest->key_len = pc->key.len;
     oldest->used = ++ctx->stamp;
 
     return oldest;
@@ -615,7 +694,7 @@ weir_http_proxy_ssl_find_session(weir_http_proxy_ssl_ctx_t *ctx,
  * SSL_CTX_sess_set_new_cb: the origin gave a session (at the end of a
  * TLS 1.2 handshake; with a NewSessionTicket in TLS 1.3, which may be
  * read long after the handshake). Keeps the last one per (address,
- * name). Returns 1 when the reference is kept, 0 when OpenSSL keeps it.
+ * key). Returns 1 when the reference is kept, 0 when OpenSSL keeps it.
  */
 
 static int
@@ -633,7 +712,7 @@ weir_http_proxy_ssl_new_session(SSL *ssl, SSL_SESSION *sess)
 
     pc = weir_ssl_conn(c)->data;
 
-    if (pc == NULL || !pc->conf->session_reuse
+    if (pc == NULL || !pc->ctx->conf->session_reuse
         || !SSL_SESSION_is_resumable(sess))
     {
         return 0;
@@ -782,6 +861,7 @@ weir_http_proxy_ssl_preconfiguration(weir_conf_t *cf)
     }
 
     cmcf->ssl->upstream_handshake = weir_http_proxy_ssl_handshake;
+    cmcf->ssl->upstream_key = weir_http_proxy_ssl_key;
 
     return WEIR_OK;
 }
@@ -824,6 +904,7 @@ weir_http_proxy_ssl_create_loc_conf(weir_conf_t *cf)
      *     conf->protocols = 0;
      *     conf->ciphers = { 0, NULL };
      *     conf->trusted_certificate = { 0, NULL };
+     *     conf->crl = { 0, NULL };
      *     conf->certificate = { 0, NULL };
      *     conf->certificate_key = { 0, NULL };
      *     conf->password_file = { 0, NULL };
@@ -852,10 +933,62 @@ weir_http_proxy_ssl_conf_set(weir_http_proxy_ssl_loc_conf_t *conf)
            || conf->protocols != 0
            || conf->ciphers.data != NULL
            || conf->trusted_certificate.data != NULL
+           || conf->crl.data != NULL
            || conf->certificate.data != NULL
            || conf->certificate_key.data != NULL
            || conf->password_file.data != NULL
            || conf->conf_commands != WEIR_CONF_UNSET_PTR;
+}
+
+
+/*
+ * Would a and b (merged) make the same client context? Files are
+ * compared by name: they are read once, when the configuration is.
+ */
+
+static weir_uint_t
+weir_http_proxy_ssl_same_ctx(weir_http_proxy_ssl_loc_conf_t *a,
+    weir_http_proxy_ssl_loc_conf_t *b)
+{
+    weir_uint_t     i;
+    weir_keyval_t  *ka, *kb;
+
+    if (a->verify != b->verify
+        || a->session_reuse != b->session_reuse
+        || a->verify_depth != b->verify_depth
+        || a->protocols != b->protocols
+        || !weir_str_eq(&a->ciphers, &b->ciphers)
+        || !weir_str_eq(&a->trusted_certificate, &b->trusted_certificate)
+        || !weir_str_eq(&a->crl, &b->crl)
+        || !weir_str_eq(&a->certificate, &b->certificate)
+        || !weir_str_eq(&a->certificate_key, &b->certificate_key)
+        || !weir_str_eq(&a->password_file, &b->password_file))
+    {
+        return 0;
+    }
+
+    if (a->conf_commands == b->conf_commands) {
+        return 1;
+    }
+
+    if (a->conf_commands == NULL || b->conf_commands == NULL
+        || a->conf_commands->nelts != b->conf_commands->nelts)
+    {
+        return 0;
+    }
+
+    ka = a->conf_commands->elts;
+    kb = b->conf_commands->elts;
+
+    for (i = 0; i < a->conf_commands->nelts; i++) {
+        if (!weir_str_eq(&ka[i].key, &kb[i].key)
+            || !weir_str_eq(&ka[i].value, &kb[i].value))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
 }
 
 
@@ -890,6 +1023,7 @@ weir_http_proxy_ssl_merge_loc_conf(weir_conf_t *cf, void *parent,
     weir_conf_merge_str_value(conf->ciphers, prev->ciphers, "DEFAULT");
     weir_conf_merge_str_value(conf->trusted_certificate,
                               prev->trusted_certificate, "");
+    weir_conf_merge_str_value(conf->crl, prev->crl, "");
     weir_conf_merge_str_value(conf->certificate, prev->certificate, "");
     weir_conf_merge_str_value(conf->certificate_key, prev->certificate_key,
                               "");
@@ -935,6 +1069,7 @@ weir_http_proxy_ssl_set_ssl(weir_conf_t *cf,
     weir_http_proxy_ssl_loc_conf_t *conf)
 {
     weir_str_t                        *s;
+    weir_uint_t                        i;
     weir_array_t                      *certs, *keys, *passwords;
     weir_pool_cleanup_t               *cln;
     weir_http_proxy_ssl_ctx_t         *ctx, **pctx;
@@ -956,10 +1091,27 @@ weir_http_proxy_ssl_set_ssl(weir_conf_t *cf,
         return WEIR_ERROR;
     }
 
+    pmcf = weir_http_conf_get_module_main_conf(cf,
+                                               weir_http_proxy_ssl_module);
+
+    /* the same settings as another location's: the same context, so
+     * that the two share pooled connections and sessions */
+
+    pctx = pmcf->contexts.elts;
+
+    for (i = 0; i < pmcf->contexts.nelts; i++) {
+        if (weir_http_proxy_ssl_same_ctx(pctx[i]->conf, conf)) {
+            conf->ctx = pctx[i];
+            return WEIR_OK;
+        }
+    }
+
     ctx = weir_pcalloc(cf->pool, sizeof(weir_http_proxy_ssl_ctx_t));
     if (ctx == NULL) {
         return WEIR_ERROR;
     }
+
+    ctx->conf = conf;
 
     ctx->ssl.log = cf->log;
 
@@ -974,9 +1126,6 @@ weir_http_proxy_ssl_set_ssl(weir_conf_t *cf,
 
     cln->handler = weir_http_proxy_ssl_cleanup_ctx;
     cln->data = ctx;
-
-    pmcf = weir_http_conf_get_module_main_conf(cf,
-                                               weir_http_proxy_ssl_module);
 
     pctx = weir_array_push(&pmcf->contexts);
     if (pctx == NULL) {
@@ -1032,6 +1181,12 @@ weir_http_proxy_ssl_set_ssl(weir_conf_t *cf,
                                          &conf->trusted_certificate,
                                          conf->verify_depth)
             != WEIR_OK)
+        {
+            return WEIR_ERROR;
+        }
+
+        if (conf->crl.len
+            && weir_ssl_crl(cf, &ctx->ssl, &conf->crl) != WEIR_OK)
         {
             return WEIR_ERROR;
         }

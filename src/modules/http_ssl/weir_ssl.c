@@ -845,6 +845,54 @@ weir_ssl_trusted_certificate(weir_conf_t *cf, weir_ssl_t *ssl,
 }
 
 
+weir_int_t
+weir_ssl_crl(weir_conf_t *cf, weir_ssl_t *ssl, weir_str_t *crl)
+{
+    weir_str_t     file;
+    X509_STORE    *store;
+    X509_LOOKUP   *lookup;
+
+    if (crl->len == 0) {
+        return WEIR_OK;
+    }
+
+    if (weir_ssl_full_name(cf, crl, &file) != WEIR_OK) {
+        return WEIR_ERROR;
+    }
+
+    ERR_clear_error();
+
+    store = SSL_CTX_get_cert_store(ssl->ctx);
+
+    if (store == NULL) {
+        weir_ssl_conf_error(cf, "SSL_CTX_get_cert_store() failed");
+        return WEIR_ERROR;
+    }
+
+    lookup = X509_STORE_add_lookup(store, X509_LOOKUP_file());
+
+    if (lookup == NULL) {
+        weir_ssl_conf_error(cf, "X509_STORE_add_lookup() failed");
+        return WEIR_ERROR;
+    }
+
+    if (X509_LOOKUP_load_file(lookup, (char *) file.data, X509_FILETYPE_PEM)
+        == 0)
+    {
+        weir_ssl_conf_error(cf, "X509_LOOKUP_load_file(\"%s\") failed",
+                            file.data);
+        return WEIR_ERROR;
+    }
+
+    X509_STORE_set_flags(store,
+                         X509_V_FLAG_CRL_CHECK|X509_V_FLAG_CRL_CHECK_ALL);
+
+    ERR_clear_error();
+
+    return WEIR_OK;
+}
+
+
 /* ---- the shared session cache --------------------------------------- */
 
 weir_int_t

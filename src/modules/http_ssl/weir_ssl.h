@@ -132,6 +132,9 @@ weir_int_t weir_ssl_client_certificate(weir_conf_t *cf, weir_ssl_t *ssl,
  * default store) */
 weir_int_t weir_ssl_trusted_certificate(weir_conf_t *cf, weir_ssl_t *ssl,
     weir_str_t *cert, weir_int_t depth);
+/* certificate revocation lists (a PEM file of one or more): every
+ * certificate of the peer's chain is checked against them */
+weir_int_t weir_ssl_crl(weir_conf_t *cf, weir_ssl_t *ssl, weir_str_t *crl);
 
 /*
  * The server-side session cache: builtin (per worker, OpenSSL's),
