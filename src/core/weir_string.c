@@ -70,6 +70,48 @@ weir_str_eq(weir_str_t *a, weir_str_t *b)
 }
 
 
+char *
+weir_quote_for_log(char *buf, size_t size, unsigned char *p, size_t len)
+{
+    unsigned char  *q, *end, *last;
+
+    static const char  hex[] = "0123456789abcdef";
+
+    q = (unsigned char *) buf;
+
+    if (size < 8) {
+        if (size) {
+            *q = '\0';
+        }
+
+        return buf;
+    }
+
+    end = q + size - sizeof("...");
+    last = p ? p + len : p;
+
+    for ( /* void */ ; p < last && end - q >= 4; p++) {
+        if (*p >= ' ' && *p < 0x7f && *p != '"' && *p != '\\') {
+            *q++ = *p;
+            continue;
+        }
+
+        *q++ = '\\';
+        *q++ = 'x';
+        *q++ = hex[*p >> 4];
+        *q++ = hex[*p & 0xf];
+    }
+
+    if (p < last) {
+        q = weir_cpymem(q, "...", 3);
+    }
+
+    *q = '\0';
+
+    return buf;
+}
+
+
 weir_int_t
 weir_str_caseeq(weir_str_t *a, weir_str_t *b)
 {

@@ -56,6 +56,11 @@ void weir_strlow(unsigned char *dst, unsigned char *src, size_t n);
 weir_int_t weir_strcasecmp(unsigned char *s1, unsigned char *s2);
 weir_int_t weir_strncasecmp(unsigned char *s1, unsigned char *s2, size_t n);
 weir_int_t weir_str_eq(weir_str_t *a, weir_str_t *b);
+/* [p, p + len) for a log line: at most (size - 8) / 4 input bytes, the
+ * printable ones as they are and the rest (and " and \\) as \\xHH, "..."
+ * when cut; NUL-terminated in buf, which is returned */
+char *weir_quote_for_log(char *buf, size_t size, unsigned char *p,
+    size_t len);
 weir_int_t weir_str_caseeq(weir_str_t *a, weir_str_t *b);
 unsigned char *weir_strlchr(unsigned char *p, unsigned char *last,
     unsigned char c);

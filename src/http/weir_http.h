@@ -134,6 +134,29 @@ weir_int_t weir_http_named_location(weir_http_request_t *r,
 
 /* responses */
 weir_int_t weir_http_send_header(weir_http_request_t *r);
+
+/*
+ * What may go on the wire in a head, in any protocol: a field name is a
+ * token (RFC 9110 5.1), a field value holds no CR, LF or NUL (5.5: the
+ * three that would end the field or the head early). Every serializer
+ * of a head checks what it writes with these.
+ */
+weir_uint_t weir_http_valid_header_name(weir_str_t *name);
+weir_uint_t weir_http_valid_header_value(weir_str_t *value);
+
+/*
+ * A decoded URI path escaped again for a head (a Location, a request to
+ * an origin): controls, space, "#", "%", "?" and non-ASCII become %XX,
+ * as nginx's NGX_ESCAPE_URI does. _len is the size of the result.
+ */
+size_t weir_http_escape_uri_len(unsigned char *src, size_t len);
+unsigned char *weir_http_escape_uri(unsigned char *dst, unsigned char *src,
+    size_t len);
+/* the Location of the "add a slash" redirects: r->uri escaped, "/", then
+ * "?" and r->args when there are some; in r->pool. WEIR_OK or
+ * WEIR_ERROR */
+weir_int_t weir_http_slash_location(weir_http_request_t *r,
+    weir_str_t *location);
 weir_int_t weir_http_output_filter(weir_http_request_t *r,
     weir_chain_t *in);
 /* a complete response with a built-in or error_page body for status

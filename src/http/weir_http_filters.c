@@ -31,6 +31,9 @@ typedef enum {
 
 
 static weir_int_t weir_http_protocol_header_filter(weir_http_request_t *r);
+static weir_int_t weir_http_check_headers_out(weir_http_request_t *r);
+static weir_uint_t weir_http_check_header(weir_http_request_t *r,
+    weir_str_t *name, weir_str_t *value, weir_uint_t field);
 static weir_int_t weir_http_protocol_body_filter(weir_http_request_t *r,
     weir_chain_t *in);
 static weir_int_t weir_http_request_body_save_filter(weir_http_request_t *r,
@@ -152,23 +155,222 @@ weir_http_absolute_location(weir_http_request_t *r)
 static weir_int_t
 weir_http_protocol_header_filter(weir_http_request_t *r)
 {
-    r->header_sent = 1;
+    weir_int_t  rc;
 
     if (r->headers_out.location && r->headers_out.location->hash
         && r->headers_out.location->value.len
         && r->headers_out.location->value.data[0] == '/'
         && weir_http_absolute_location(r) != WEIR_OK)
     {
+        r->header_sent = 1;
         return WEIR_ERROR;
     }
 
+    rc = weir_http_check_headers_out(r);
+
+    if (rc != WEIR_OK) {
+        /* nothing was sent: the caller's error path answers 500 */
+        return rc;
+    }
+
+    r->header_sent = 1;
+
     return r->proto->send_header(r);
+}
+
+
+/*
+ * Every response head passes here on its way to the protocol, whatever
+ * module or configuration built it: a header value with CR, LF or NUL
+ * (add_header X $uri with a decoded %0D%0A, a return URL, a module's
+ * own header) would split the response in HTTP/1 and is a protocol
+ * error in HTTP/2 and HTTP/3. The first time, the response is refused
+ * with 500 (logged, naming the header); the error page that follows
+ * may carry the same header (add_header ... always): then the offending
+ * headers are dropped instead, so that an answer still goes out.
+ */
+
+static weir_int_t
+weir_http_check_headers_out(weir_http_request_t *r)
+{
+    weir_uint_t          i, bad;
+    weir_list_part_t    *part;
+    weir_http_header_t  *h;
+
+    static weir_str_t  content_type = weir_string("Content-Type");
+    static weir_str_t  status = weir_string("status line");
+
+    bad = 0;
+
+    if (r->headers_out.status_line.len
+        && weir_http_check_header(r, &status, &r->headers_out.status_line,
+                                  0))
+    {
+        bad = 1;
+        r->headers_out.status_line.len = 0;
+    }
+
+    if (weir_http_check_header(r, &content_type,
+                               &r->headers_out.content_type, 0)
+        || weir_http_check_header(r, &content_type,
+                                  &r->headers_out.charset, 0))
+    {
+        bad = 1;
+        r->headers_out.content_type.len = 0;
+        r->headers_out.charset.len = 0;
+    }
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash
+            && weir_http_check_header(r, &h[i].key, &h[i].value, 1))
+        {
+            bad = 1;
+            h[i].hash = 0;
+        }
+    }
+
+    if (!bad) {
+        return WEIR_OK;
+    }
+
+    if (r->header_refused) {
+        /* the error page for it had one too: sent without them */
+        return WEIR_OK;
+    }
+
+    r->header_refused = 1;
+
+    return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+
+/* logs and returns 1 when the field cannot be sent; field: name is the
+ * field's own (checked too), else a label for the log */
+
+static weir_uint_t
+weir_http_check_header(weir_http_request_t *r, weir_str_t *name,
+    weir_str_t *value, weir_uint_t field)
+{
+    char  quote[4 * 64 + 8];
+
+    if (weir_http_valid_header_value(value)
+        && (!field || weir_http_valid_header_name(name)))
+    {
+        return 0;
+    }
+
+    weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                   "response header \"%s\" %s, %s",
+                   weir_quote_for_log(quote, sizeof(quote), name->data,
+                                      name->len),
+                   weir_http_valid_header_value(value)
+                   ? "is not a valid field name"
+                   : "has a CR, LF or NUL in its value",
+                   (r->header_sent || r->header_refused) ? "dropped"
+                   : "response refused");
+
+    return 1;
+}
+
+
+weir_uint_t
+weir_http_valid_header_name(weir_str_t *name)
+{
+    size_t          i;
+    unsigned char   c;
+
+    /* tchar: ALPHA DIGIT and !#$%&'*+-.^_`|~ */
+    static uint32_t  tchar[] = {
+        0x00000000, /* 0x00-0x1f */
+        0x03ff6cfa, /* 0x20-0x3f: ! # $ % & ' * + - . 0-9 */
+        0xc7fffffe, /* 0x40-0x5f: A-Z ^ _ */
+        0x57ffffff, /* 0x60-0x7f: ` a-z | ~ */
+        0, 0, 0, 0
+    };
+
+    if (name->len == 0) {
+        return 0;
+    }
+
+    for (i = 0; i < name->len; i++) {
+        c = name->data[i];
+
+        if (!(tchar[c >> 5] & (1U << (c & 0x1f)))) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+weir_uint_t
+weir_http_valid_header_value(weir_str_t *value)
+{
+    size_t          i;
+    unsigned char   c;
+
+    for (i = 0; i < value->len; i++) {
+        c = value->data[i];
+
+        if (c <= '\r' && (c == '\r' || c == '\n' || c == '\0')) {
+            return 0;
+        }
+    }
+
+    return 1;
 }
 
 
 static weir_int_t
 weir_http_protocol_body_filter(weir_http_request_t *r, weir_chain_t *in)
 {
+    weir_uint_t        i;
+    weir_chain_t       *cl;
+    weir_list_part_t   *part;
+    weir_http_header_t *h;
+
+    if (r->expect_trailers) {
+
+        /* the trailers go with the last buffer: checked as the head
+         * was, an invalid one is dropped (too late for a 500) */
+
+        for (cl = in; cl; cl = cl->next) {
+            if (!cl->buf->last_buf) {
+                continue;
+            }
+
+            for (part = &r->headers_out.trailers.part; part;
+                 part = part->next)
+            {
+                h = part->elts;
+
+                for (i = 0; i < part->nelts; i++) {
+                    if (h[i].hash
+                        && weir_http_check_header(r, &h[i].key, &h[i].value,
+                                                  1))
+                    {
+                        h[i].hash = 0;
+                    }
+                }
+            }
+        }
+    }
+
     return r->proto->send_body(r, in);
 }
 
@@ -589,6 +791,88 @@ weir_http_show_chains(weir_fd_t fd)
     weir_http_show_filters(&s, weir_modules, nmodules,
                            WEIR_HTTP_REQUEST_BODY_FILTERS,
                            "request body filters:", "save");
+
+    return WEIR_OK;
+}
+
+
+/* ---- what weir writes into a Location ---------------------------------- */
+
+static weir_uint_t
+weir_http_must_escape(unsigned char c)
+{
+    return c <= 0x20 || c >= 0x7f || c == '#' || c == '%' || c == '?';
+}
+
+
+size_t
+weir_http_escape_uri_len(unsigned char *src, size_t len)
+{
+    size_t  i, n;
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+        if (weir_http_must_escape(src[i])) {
+            n++;
+        }
+    }
+
+    return len + 2 * n;
+}
+
+
+unsigned char *
+weir_http_escape_uri(unsigned char *dst, unsigned char *src, size_t len)
+{
+    size_t  i;
+
+    static const char  hex[] = "0123456789ABCDEF";
+
+    for (i = 0; i < len; i++) {
+        if (weir_http_must_escape(src[i])) {
+            *dst++ = '%';
+            *dst++ = hex[src[i] >> 4];
+            *dst++ = hex[src[i] & 0x0f];
+
+        } else {
+            *dst++ = src[i];
+        }
+    }
+
+    return dst;
+}
+
+
+weir_int_t
+weir_http_slash_location(weir_http_request_t *r, weir_str_t *location)
+{
+    size_t          len;
+    unsigned char  *p;
+
+    len = weir_http_escape_uri_len(r->uri.data, r->uri.len) + 1;
+
+    if (r->args.len) {
+        len += 1 + r->args.len;
+    }
+
+    p = weir_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return WEIR_ERROR;
+    }
+
+    location->data = p;
+
+    p = weir_http_escape_uri(p, r->uri.data, r->uri.len);
+    *p++ = '/';
+
+    if (r->args.len) {
+        /* as the client sent them: still escaped */
+        *p++ = '?';
+        p = weir_cpymem(p, r->args.data, r->args.len);
+    }
+
+    location->len = p - location->data;
 
     return WEIR_OK;
 }

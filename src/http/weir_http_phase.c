@@ -460,8 +460,6 @@ weir_int_t
 weir_http_core_find_config_phase(weir_http_request_t *r,
     weir_http_phase_handler_t *ph)
 {
-    unsigned char              *p;
-    size_t                      len;
     weir_int_t                  rc;
     weir_str_t                  location;
     weir_http_core_loc_conf_t  *clcf;
@@ -508,28 +506,10 @@ weir_http_core_find_config_phase(weir_http_request_t *r,
     if (rc == WEIR_DONE) {
         weir_http_clear_header_out(&r->headers_out.location);
 
-        len = r->uri.len + 1;
-
-        if (r->args.len) {
-            len += 1 + r->args.len;
-        }
-
-        p = weir_pnalloc(r->pool, len);
-        if (p == NULL) {
+        if (weir_http_slash_location(r, &location) != WEIR_OK) {
             weir_http_finalize_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
             return WEIR_OK;
         }
-
-        location.data = p;
-        p = weir_cpymem(p, r->uri.data, r->uri.len);
-        *p++ = '/';
-
-        if (r->args.len) {
-            *p++ = '?';
-            p = weir_cpymem(p, r->args.data, r->args.len);
-        }
-
-        location.len = p - location.data;
 
         if (weir_http_add_header_out(r, "Location", &location) == NULL) {
             weir_http_finalize_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);

@@ -436,6 +436,9 @@ struct weir_http_request_s {
     unsigned                     expect_continue:1;
     unsigned                     header_only:1;     /* HEAD, 204, 304 */
     unsigned                     header_sent:1;
+    unsigned                     header_refused:1;  /* a head with
+                                                       CR/LF/NUL was
+                                                       refused once */
     unsigned                     response_sent:1;
     unsigned                     chunked:1;         /* response framing */
     unsigned                     expect_trailers:1;

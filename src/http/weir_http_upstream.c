@@ -2428,7 +2428,8 @@ weir_http_upstream_head_done(weir_http_upstream_t *u)
 
     rc = weir_http_send_header(r);
 
-    u->header_sent = 1;
+    /* not sent when a header filter refused it before it went out */
+    u->header_sent = r->header_sent;
 
     if (rc == WEIR_ERROR || rc > WEIR_OK || r->post_action) {
         weir_http_upstream_finalize(u, rc);
@@ -3293,10 +3294,10 @@ weir_http_upstream_start_tunnel(weir_http_upstream_t *u)
 
     rc = weir_http_send_header(r);
 
-    u->header_sent = 1;
+    u->header_sent = r->header_sent;
 
     if (rc == WEIR_ERROR || rc > WEIR_OK) {
-        weir_http_upstream_finalize(u, WEIR_ERROR);
+        weir_http_upstream_finalize(u, r->header_sent ? WEIR_ERROR : rc);
         return;
     }
 

@@ -487,58 +487,6 @@ weir_http_proxy_log_safe(char *buf, weir_str_t *s)
 }
 
 
-/*
- * The bytes of a decoded URI path that are escaped again before it goes
- * to the origin: controls, space, "#", "%", "?" and non-ASCII, as nginx
- * does ("%" must be, or "%2F" decoded to "/" and a literal "%" would be
- * taken apart by the origin).
- */
-static weir_uint_t
-weir_http_proxy_must_escape(unsigned char c)
-{
-    return c <= 0x20 || c >= 0x7f || c == '#' || c == '%' || c == '?';
-}
-
-
-static size_t
-weir_http_proxy_escape_len(unsigned char *p, size_t len)
-{
-    size_t  i, n;
-
-    n = 0;
-
-    for (i = 0; i < len; i++) {
-        if (weir_http_proxy_must_escape(p[i])) {
-            n++;
-        }
-    }
-
-    return len + 2 * n;
-}
-
-
-static unsigned char *
-weir_http_proxy_escape(unsigned char *dst, unsigned char *src, size_t len)
-{
-    size_t  i;
-
-    static const char  hex[] = "0123456789ABCDEF";
-
-    for (i = 0; i < len; i++) {
-        if (weir_http_proxy_must_escape(src[i])) {
-            *dst++ = '%';
-            *dst++ = hex[src[i] >> 4];
-            *dst++ = hex[src[i] & 0x0f];
-
-        } else {
-            *dst++ = src[i];
-        }
-    }
-
-    return dst;
-}
-
-
 #define WEIR_HTTP_PROXY_NO_SSL                                                \
     "https in \"proxy_pass\" requires the ssl module (configure "            \
     "--with-http_ssl_module, or load_module "                                 \
@@ -957,7 +905,7 @@ weir_http_proxy_build_uri(weir_http_request_t *r,
     }
 
     len = ctx->vars.uri.len
-          + weir_http_proxy_escape_len(r->uri.data + loc_len,
+          + weir_http_escape_uri_len(r->uri.data + loc_len,
                                        r->uri.len - loc_len)
           + 1 + r->args.len + 1;
 
@@ -969,7 +917,7 @@ weir_http_proxy_build_uri(weir_http_request_t *r,
     uri->data = p;
 
     p = weir_cpymem(p, ctx->vars.uri.data, ctx->vars.uri.len);
-    p = weir_http_proxy_escape(p, r->uri.data + loc_len, r->uri.len - loc_len);
+    p = weir_http_escape_uri(p, r->uri.data + loc_len, r->uri.len - loc_len);
 
     if (p == uri->data) {
         *p++ = '/';

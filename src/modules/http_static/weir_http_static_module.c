@@ -221,31 +221,12 @@ weir_http_static_handler(weir_http_request_t *r)
 static weir_int_t
 weir_http_static_redirect(weir_http_request_t *r)
 {
-    size_t               len;
     weir_str_t           location;
-    unsigned char       *p;
     weir_http_header_t  *h;
 
-    len = r->uri.len + 1;
-
-    if (r->args.len) {
-        len += 1 + r->args.len;
-    }
-
-    location.data = weir_pnalloc(r->pool, len);
-    if (location.data == NULL) {
+    if (weir_http_slash_location(r, &location) != WEIR_OK) {
         return WEIR_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    p = weir_cpymem(location.data, r->uri.data, r->uri.len);
-    *p++ = '/';
-
-    if (r->args.len) {
-        *p++ = '?';
-        p = weir_cpymem(p, r->args.data, r->args.len);
-    }
-
-    location.len = p - location.data;
 
     if (weir_http_discard_request_body(r) != WEIR_OK) {
         r->keepalive = 0;

@@ -2,7 +2,7 @@
  * weir_test_stream_module: a response whose length is not known in
  * advance, for the HTTP/1 framing tests.
  *
- *   test_stream PIECES SIZE [trailer];
+ *   test_stream PIECES SIZE [trailer | bad-trailer];
  *
  * answers 200 text/plain with PIECES pieces of SIZE bytes (piece i is
  * SIZE times the letter 'a' + i % 26), each passed down the body filter
@@ -11,7 +11,8 @@
  * when the previous has been sent, so a response of any number of
  * pieces costs the module a bounded amount of memory. With "trailer",
  * the response announces trailers and sends "X-Trailer: done" after the
- * body (chunked framing only).
+ * body (chunked framing only); with "bad-trailer", a value with CR LF
+ * in it, which weir must never write.
  */
 
 #include "weir_config.h"
@@ -159,11 +160,16 @@ weir_test_stream(weir_conf_t *cf, weir_command_t *cmd, void *conf)
     tlcf->trailer = 0;
 
     if (cf->args->nelts == 4) {
-        if (!weir_str_eq_lit(&value[3], "trailer")) {
+        if (weir_str_eq_lit(&value[3], "trailer")) {
+            tlcf->trailer = 1;
+
+        } else if (weir_str_eq_lit(&value[3], "bad-trailer")) {
+            /* a value no serializer may write: the core drops it */
+            tlcf->trailer = 2;
+
+        } else {
             return "invalid value";
         }
-
-        tlcf->trailer = 1;
     }
 
     return WEIR_CONF_OK;
@@ -206,6 +212,10 @@ weir_test_stream_handler(weir_http_request_t *r)
         h->hash = 1;
         weir_str_set(&h->key, "X-Trailer");
         weir_str_set(&h->value, "done");
+
+        if (tlcf->trailer == 2) {
+            weir_str_set(&h->value, "done\r\nX-Injected: 1");
+        }
     }
 
     rc = weir_http_send_header(r);
