@@ -456,34 +456,8 @@ weir_http_proxy_safe_value(weir_str_t *v)
 static char *
 weir_http_proxy_log_safe(char *buf, weir_str_t *s)
 {
-    size_t          i;
-    unsigned char   c, *q;
-
-    static const char  hex[] = "0123456789abcdef";
-
-    q = (unsigned char *) buf;
-
-    for (i = 0; i < s->len && i < 256; i++) {
-        c = s->data[i];
-
-        if (c >= ' ' && c < 0x7f && c != '"' && c != '\\') {
-            *q++ = c;
-            continue;
-        }
-
-        *q++ = '\\';
-        *q++ = 'x';
-        *q++ = hex[c >> 4];
-        *q++ = hex[c & 0xf];
-    }
-
-    if (i < s->len) {
-        q = weir_cpymem(q, "...", 3);
-    }
-
-    *q = '\0';
-
-    return buf;
+    return weir_quote_for_log(buf, WEIR_HTTP_PROXY_LOG_SAFE, s->data,
+                              s->len);
 }
 
 
