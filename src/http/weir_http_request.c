@@ -143,12 +143,15 @@ weir_http_header_def_t  weir_http_header_defs[] = {
       WEIR_HTTP_ONE,
       weir_http_process_unique_header, WEIR_HTTP_HIN(if_unmodified_since) },
 
+    /* lists (RFC 9110 13.1.1, 13.1.2): every line is chained, so that
+     * a tag on the second line counts as much as one on the first */
+
     { weir_string("If-Match"), WEIR_HTTP_HDR_IF_MATCH, WEIR_HTTP_LST,
-      weir_http_process_header, WEIR_HTTP_HIN(if_match) },
+      weir_http_process_chained, WEIR_HTTP_HIN(if_match) },
 
     { weir_string("If-None-Match"), WEIR_HTTP_HDR_IF_NONE_MATCH,
       WEIR_HTTP_LST,
-      weir_http_process_header, WEIR_HTTP_HIN(if_none_match) },
+      weir_http_process_chained, WEIR_HTTP_HIN(if_none_match) },
 
     { weir_string("If-Range"), WEIR_HTTP_HDR_IF_RANGE, WEIR_HTTP_ONE,
       weir_http_process_unique_header, WEIR_HTTP_HIN(if_range) },
