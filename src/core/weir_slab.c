@@ -78,6 +78,7 @@ static void weir_slab_remove(weir_slab_page_t *page);
 static unsigned char *weir_slab_page_addr(weir_slab_pool_t *pool,
     weir_slab_page_t *page);
 static void weir_slab_set_name(weir_slab_pool_t *pool);
+static size_t weir_slab_zone_head(weir_uint_t min_shift);
 static weir_log_t *weir_slab_log(void);
 static void weir_slab_error(weir_slab_pool_t *pool, weir_uint_t level,
     const char *text);
@@ -227,6 +228,102 @@ weir_slab_init(weir_slab_pool_t *pool)
     weir_slab_set_name(pool);
 }
 
+
+
+/*
+ * The pages weir_slab_init gives a zone of size bytes that starts on a
+ * page boundary (as a mapping does), with slots from 1 << min_shift (0:
+ * the default): the same arithmetic as weir_slab_init, so that a
+ * configuration can be checked against its zone before the zone exists
+ * (weir -t maps none). tests/unit/test_slab.c holds the two together.
+ */
+
+weir_uint_t
+weir_slab_zone_pages(size_t size, weir_uint_t min_shift)
+{
+    size_t       head, start;
+    weir_uint_t  n;
+
+    head = weir_slab_zone_head(min_shift);
+
+    if (head >= size) {
+        return 0;
+    }
+
+    n = (size - head) / (weir_slab_page_size + sizeof(weir_slab_page_t));
+
+    for ( ;; ) {
+        start = weir_align(head + n * sizeof(weir_slab_page_t),
+                           (size_t) weir_slab_page_size);
+
+        if (n == 0 || start + n * weir_slab_page_size <= size) {
+            return n;
+        }
+
+        n--;
+    }
+}
+
+
+/*
+ * The smallest zone that weir_slab_zone_pages gives pages pages: the
+ * head and the page descriptors rounded up to a page, then the pages
+ * (fewer bytes cannot fit the pages after the aligned descriptors).
+ */
+
+size_t
+weir_slab_zone_size(weir_uint_t pages, weir_uint_t min_shift)
+{
+    size_t  head;
+
+    head = weir_slab_zone_head(min_shift);
+
+    return weir_align(head + pages * sizeof(weir_slab_page_t),
+                      (size_t) weir_slab_page_size)
+           + (size_t) pages * weir_slab_page_size;
+}
+
+
+/* the most pages one allocation of size bytes may take: a slot takes a
+ * page when no page of its size has a free one */
+
+weir_uint_t
+weir_slab_alloc_pages_max(size_t size)
+{
+    if (weir_slab_page_shift == 0) {
+        weir_slab_sizes_init();
+    }
+
+    if (size <= weir_slab_max_size) {
+        return 1;
+    }
+
+    return (weir_uint_t) ((size + weir_slab_page_size - 1)
+                          >> weir_slab_page_shift);
+}
+
+
+/* the pool, the slot list heads and the stats before the descriptors */
+
+static size_t
+weir_slab_zone_head(weir_uint_t min_shift)
+{
+    if (weir_slab_page_shift == 0) {
+        weir_slab_sizes_init();
+    }
+
+    if (min_shift == 0) {
+        min_shift = WEIR_SLAB_DEFAULT_MIN_SHIFT;
+    }
+
+    if (min_shift >= weir_slab_page_shift) {
+        min_shift = weir_slab_page_shift - 1;
+    }
+
+    return sizeof(weir_slab_pool_t)
+           + (weir_slab_page_shift - min_shift)
+             * (sizeof(weir_slab_page_t) + sizeof(weir_slab_stat_t));
+}
 
 static void
 weir_slab_set_name(weir_slab_pool_t *pool)

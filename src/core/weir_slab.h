@@ -58,6 +58,14 @@ void weir_slab_sizes_init(void);
 /* the caller sets addr, end and min_shift; log_ctx must be NULL (as in a
  * fresh anonymous mapping) or point to the zone's name */
 void weir_slab_init(weir_slab_pool_t *pool);
+/* what a zone of size bytes holds: its pages for allocations (the zone
+ * starting on a page boundary, slots from 1 << min_shift, 0: default),
+ * the smallest size that holds pages pages, and the most pages one
+ * allocation of size bytes takes; for checking a configuration before
+ * its zones exist */
+weir_uint_t weir_slab_zone_pages(size_t size, weir_uint_t min_shift);
+size_t weir_slab_zone_size(weir_uint_t pages, weir_uint_t min_shift);
+weir_uint_t weir_slab_alloc_pages_max(size_t size);
 void *weir_slab_alloc(weir_slab_pool_t *pool, size_t size);
 void *weir_slab_alloc_locked(weir_slab_pool_t *pool, size_t size);
 void *weir_slab_calloc(weir_slab_pool_t *pool, size_t size);

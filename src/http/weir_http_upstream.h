@@ -15,11 +15,12 @@
  *                                     transforms between the neutral
  *                                     request/response and HTTP/1 bytes
  *   weir_http_upstream_conf.c         the upstream{} block, "server",
- *                                     implicit upstreams of proxy_pass,
- *                                     names resolved at start
+ *                                     "zone", implicit upstreams of
+ *                                     proxy_pass, names resolved at start
  *   weir_http_upstream_round_robin.c  the default balancer (smooth
  *                                     weighted round robin, backup, down,
- *                                     max_fails/fail_timeout)
+ *                                     max_fails/fail_timeout), the peer
+ *                                     state in a zone
  *   weir_http_upstream_keepalive.c    the keep-alive pool (on by default)
  *   src/modules/http_upstream_{least_conn,hash,random}  balancers
  *   src/modules/http_proxy            the proxy module (proxy_pass ...)
@@ -332,6 +333,12 @@ struct weir_http_upstream_srv_conf_s {
     /* the keep-alive pool of this group (weir_http_upstream_keepalive.c;
      * NULL when "keepalive 0") */
     void                        *keepalive;
+
+    /* "zone": the shared memory zone that holds the run-time state of
+     * the group's peers (NULL: per worker), and where the directive is */
+    weir_shm_zone_t             *shm_zone;
+    unsigned char               *zone_file_name;
+    weir_uint_t                  zone_line;
 };
 
 /* the upstream module's main conf: every group, explicit or implicit */
@@ -361,13 +368,32 @@ weir_http_upstream_srv_conf_t *weir_http_upstream_add(weir_conf_t *cf,
 
 /*
  * Round robin (weir_http_upstream_round_robin.c): the default balancer
- * and the base the others build on. Peer state is per worker (as nginx
- * without "zone"): max_fails failures within fail_timeout mark a peer
- * unavailable for fail_timeout; then one request probes it, a success
- * makes it available again.
+ * and the base the others build on. max_fails failures within
+ * fail_timeout mark a peer unavailable for fail_timeout; then one
+ * request probes it, a success makes it available again.
+ *
+ * A peer's configuration (address, weight, limits) is in the cycle's
+ * pool, its run-time state behind peer->state: in the pool too, per
+ * worker, as nginx without "zone"; or, for a group with "zone", in the
+ * shared memory zone, the same for every worker, read and changed only
+ * under the group's lock (peers->mutex, NULL without a zone: no lock).
+ * A balancer's get takes it once around its whole choice (rrp->peers may
+ * switch to the backups meanwhile: they share the primary's lock), and
+ * round robin's free takes it once.
  */
 typedef struct weir_http_upstream_rr_peer_s   weir_http_upstream_rr_peer_t;
 typedef struct weir_http_upstream_rr_peers_s  weir_http_upstream_rr_peers_t;
+
+typedef struct {
+    weir_int_t                       current_weight;
+    weir_int_t                       effective_weight;
+
+    weir_uint_t                      conns;     /* active connections */
+
+    weir_uint_t                      fails;
+    time_t                           accessed;  /* last failure */
+    time_t                           checked;   /* last probe / success */
+} weir_http_upstream_rr_state_t;
 
 struct weir_http_upstream_rr_peer_s {
     struct sockaddr                 *sockaddr;
@@ -375,21 +401,13 @@ struct weir_http_upstream_rr_peer_s {
     weir_str_t                       name;      /* "127.0.0.1:8081" */
     weir_str_t                       server;    /* the "server" argument */
 
-    weir_int_t                       current_weight;
-    weir_int_t                       effective_weight;
     weir_int_t                       weight;
-
-    weir_uint_t                      conns;     /* active, this worker */
     weir_uint_t                      max_conns;
-
-    weir_uint_t                      fails;
-    time_t                           accessed;  /* last failure */
-    time_t                           checked;   /* last probe / success */
-
     weir_uint_t                      max_fails;
     time_t                           fail_timeout;
-
     weir_uint_t                      down;
+
+    weir_http_upstream_rr_state_t   *state;
     weir_http_upstream_rr_peer_t    *next;
 };
 
@@ -402,6 +420,11 @@ struct weir_http_upstream_rr_peers_s {
     weir_str_t                      *name;      /* the group */
     weir_http_upstream_rr_peers_t   *next;      /* the backup peers */
     weir_http_upstream_rr_peer_t    *peer;      /* a list */
+
+    /* the group's lock in its zone, shared by the primary and the backup
+     * peers (it is the primary's lock); NULL: no zone, no lock */
+    weir_shmtx_t                    *mutex;
+    weir_shmtx_t                     lock;
 };
 
 /* per request: which peers were tried (a bitmap over peers->number) */
@@ -422,9 +445,14 @@ weir_int_t weir_http_upstream_create_round_robin_peer(weir_http_request_t *r,
     weir_addr_t *addrs, weir_uint_t naddrs, weir_str_t *host);
 weir_int_t weir_http_upstream_get_round_robin_peer(
     weir_peer_connection_t *pc, void *data);
+/* the same with the group's lock held (a balancer falling back to round
+ * robin inside its own get) */
+weir_int_t weir_http_upstream_get_round_robin_peer_locked(
+    weir_peer_connection_t *pc, weir_http_upstream_rr_peer_data_t *rrp);
 void weir_http_upstream_free_round_robin_peer(weir_peer_connection_t *pc,
     void *data, weir_uint_t state);
-/* is peer usable now (down, max_fails within fail_timeout, max_conns)? */
+/* is peer usable now (down, max_fails within fail_timeout, max_conns)?
+ * (with the group's lock held) */
 weir_uint_t weir_http_upstream_rr_peer_usable(
     weir_http_upstream_rr_peer_t *peer, time_t now);
 
@@ -438,7 +466,8 @@ weir_uint_t weir_http_upstream_rr_peer_usable(
  * Every balancer's last step: peer (number i of rrp->peers) becomes this
  * attempt's. Marks it tried and current, fills pc->sockaddr, socklen and
  * name, counts the connection, and makes this request the probe of a
- * peer past its fail_timeout. Returns WEIR_OK.
+ * peer past its fail_timeout (with the group's lock held). Returns
+ * WEIR_OK.
  */
 weir_int_t weir_http_upstream_rr_use_peer(weir_peer_connection_t *pc,
     weir_http_upstream_rr_peer_data_t *rrp,
@@ -450,6 +479,18 @@ weir_int_t weir_http_upstream_rr_use_peer(weir_peer_connection_t *pc,
  */
 weir_int_t weir_http_upstream_rr_use_backups(weir_peer_connection_t *pc,
     weir_http_upstream_rr_peer_data_t *rrp);
+
+/*
+ * "zone" (the directive in weir_http_upstream_conf.c, these two in
+ * weir_http_upstream_round_robin.c): the zone's init, which moves the
+ * lock and the peers' state of every group that names the zone into it,
+ * and the check, once every group has built its peers (also under -t,
+ * which maps no zone), that each zone has a size and room for its groups
+ * (WEIR_OK, or WEIR_ERROR logged with the directive's file:line).
+ */
+weir_int_t weir_http_upstream_init_zone(weir_shm_zone_t *zone, void *data);
+weir_int_t weir_http_upstream_check_zones(weir_conf_t *cf,
+    weir_http_upstream_main_conf_t *umcf);
 
 /*
  * The keep-alive pool (weir_http_upstream_keepalive.c), in every group

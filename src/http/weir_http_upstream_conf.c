@@ -4,9 +4,9 @@
 
 
 /*
- * The upstream{} block, its "server" lines, and the groups proxy_pass
- * names without a block (implicit upstreams). Names are resolved when
- * the configuration is read (at start and at reload).
+ * The upstream{} block, its "server" lines and "zone", and the groups
+ * proxy_pass names without a block (implicit upstreams). Names are
+ * resolved when the configuration is read (at start and at reload).
  */
 
 /* what the default balancer (round robin) allows on "server" lines */
@@ -36,6 +36,8 @@ static char *weir_http_upstream(weir_conf_t *cf, weir_command_t *cmd,
     void *dummy);
 static char *weir_http_upstream_server(weir_conf_t *cf, weir_command_t *cmd,
     void *conf);
+static char *weir_http_upstream_zone(weir_conf_t *cf, weir_command_t *cmd,
+    void *conf);
 static const char *weir_http_upstream_param_name(weir_uint_t flag);
 static char *weir_http_upstream_check_params(weir_conf_t *cf,
     weir_http_upstream_srv_conf_t *us, weir_array_t *lines);
@@ -61,6 +63,13 @@ static weir_command_t  weir_http_upstream_commands[] = {
     { weir_string("server"),
       WEIR_HTTP_UPS_CONF|WEIR_CONF_1MORE,
       weir_http_upstream_server,
+      WEIR_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { weir_string("zone"),
+      WEIR_HTTP_UPS_CONF|WEIR_CONF_TAKE12,
+      weir_http_upstream_zone,
       WEIR_HTTP_SRV_CONF_OFFSET,
       0,
       NULL },
@@ -126,7 +135,8 @@ weir_http_upstream_create_main_conf(weir_conf_t *cf)
 
 /*
  * Every group is known now: a name-only reference that no block took is
- * resolved as host:80, then each group's balancer builds its peers.
+ * resolved as host:80, then each group's balancer builds its peers, then
+ * the zones of "zone" are checked against what their groups need.
  */
 
 static char *
@@ -155,6 +165,10 @@ weir_http_upstream_init_main_conf(weir_conf_t *cf, void *conf)
         if (init(cf, uscfp[i]) != WEIR_OK) {
             return WEIR_CONF_ERROR;
         }
+    }
+
+    if (weir_http_upstream_check_zones(cf, umcf) != WEIR_OK) {
+        return WEIR_CONF_ERROR;
     }
 
     return WEIR_CONF_OK;
@@ -449,6 +463,80 @@ invalid:
                         WEIR_STR_ARG(value[i]));
 
     return WEIR_CONF_ERROR;
+}
+
+
+/*
+ * zone NAME [SIZE]: the group's run-time peer state in a shared memory
+ * zone, so that every worker sees the same failures and connection
+ * counts. Several groups may name one zone; one of them gives the size
+ * (at least 8 pages, as nginx). The groups' room in it is checked once
+ * they are all built (weir_http_upstream_check_zones).
+ */
+
+static char *
+weir_http_upstream_zone(weir_conf_t *cf, weir_command_t *cmd, void *conf)
+{
+    ssize_t                          size;
+    weir_str_t                      *value;
+    weir_http_upstream_srv_conf_t   *us;
+    weir_http_upstream_main_conf_t  *umcf;
+
+    (void) cmd;
+
+    us = conf;
+
+    if (us->shm_zone) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0) {
+        weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                            "invalid zone name \"%.*s\"",
+                            WEIR_STR_ARG(value[1]));
+        return WEIR_CONF_ERROR;
+    }
+
+    size = 0;
+
+    if (cf->args->nelts == 3) {
+        size = weir_parse_size(&value[2]);
+
+        if (size == WEIR_ERROR) {
+            weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                                "invalid zone size \"%.*s\"",
+                                WEIR_STR_ARG(value[2]));
+            return WEIR_CONF_ERROR;
+        }
+
+        if (size < (ssize_t) (8 * weir_pagesize)) {
+            weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                                "zone \"%.*s\" is too small",
+                                WEIR_STR_ARG(value[1]));
+            return WEIR_CONF_ERROR;
+        }
+    }
+
+    us->shm_zone = weir_shared_memory_add(cf, &value[1], (size_t) size,
+                                          &weir_http_upstream_module);
+    if (us->shm_zone == NULL) {
+        return WEIR_CONF_ERROR;
+    }
+
+    umcf = weir_http_conf_get_module_main_conf(cf, weir_http_upstream_module);
+
+    us->shm_zone->init = weir_http_upstream_init_zone;
+    us->shm_zone->data = umcf;
+    /* a reload starts the state afresh, as nginx: the servers may have
+     * changed, and a zone holds no pointer to match them by */
+    us->shm_zone->noreuse = 1;
+
+    us->zone_file_name = cf->conf_file ? cf->conf_file->file.name.data : NULL;
+    us->zone_line = cf->conf_file ? cf->conf_file->line : 0;
+
+    return WEIR_CONF_OK;
 }
 
 

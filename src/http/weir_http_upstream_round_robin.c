@@ -8,7 +8,9 @@
  * every usable peer's effective weight to its current weight, takes the
  * peer with the highest current weight and takes the total back from
  * it), backup peers used only when no primary one is usable, passive
- * health per worker (max_fails within fail_timeout).
+ * health (max_fails within fail_timeout): per worker, or shared by the
+ * workers through the group's zone ("zone"; the lock rules are in
+ * weir_http_upstream.h).
  */
 
 static weir_http_upstream_rr_peers_t *weir_http_upstream_rr_build(
@@ -17,6 +19,10 @@ static weir_http_upstream_rr_peer_t *weir_http_upstream_get_peer(
     weir_http_upstream_rr_peer_data_t *rrp, time_t now, weir_uint_t *index);
 static weir_int_t weir_http_upstream_rr_tried_init(weir_http_request_t *r,
     weir_http_upstream_rr_peer_data_t *rrp);
+static size_t weir_http_upstream_zone_group_size(
+    weir_http_upstream_srv_conf_t *us);
+static unsigned char *weir_http_upstream_zone_move(
+    weir_http_upstream_rr_peers_t *peers, unsigned char *p);
 
 
 weir_int_t
@@ -80,6 +86,7 @@ weir_http_upstream_rr_build(weir_conf_t *cf,
     weir_uint_t                      i, j, n, w, t;
     weir_http_upstream_rr_peer_t    *peer, **tail;
     weir_http_upstream_rr_peers_t   *peers;
+    weir_http_upstream_rr_state_t   *state;
     weir_http_upstream_server_t     *server;
 
     server = us->servers->elts;
@@ -122,6 +129,12 @@ weir_http_upstream_rr_build(weir_conf_t *cf,
         return NULL;
     }
 
+    /* per worker until a zone, if any, takes the state over */
+    state = weir_pcalloc(cf->pool, sizeof(weir_http_upstream_rr_state_t) * n);
+    if (state == NULL) {
+        return NULL;
+    }
+
     n = 0;
     tail = &peers->peer;
 
@@ -136,12 +149,13 @@ weir_http_upstream_rr_build(weir_conf_t *cf,
             peer[n].name = server[i].addrs[j].name;
             peer[n].server = server[i].name;
             peer[n].weight = (weir_int_t) server[i].weight;
-            peer[n].effective_weight = (weir_int_t) server[i].weight;
-            peer[n].current_weight = 0;
             peer[n].max_fails = server[i].max_fails;
             peer[n].fail_timeout = server[i].fail_timeout;
             peer[n].max_conns = server[i].max_conns;
             peer[n].down = server[i].down;
+
+            peer[n].state = &state[n];
+            state[n].effective_weight = (weir_int_t) server[i].weight;
 
             *tail = &peer[n];
             tail = &peer[n].next;
@@ -243,6 +257,7 @@ weir_http_upstream_create_round_robin_peer(weir_http_request_t *r,
     weir_http_upstream_t               *u;
     weir_http_upstream_rr_peer_t       *peer, **tail;
     weir_http_upstream_rr_peers_t      *peers;
+    weir_http_upstream_rr_state_t      *state;
     weir_http_upstream_rr_peer_data_t  *rrp;
 
     u = r->upstream;
@@ -277,6 +292,12 @@ weir_http_upstream_create_round_robin_peer(weir_http_request_t *r,
         return WEIR_ERROR;
     }
 
+    state = weir_pcalloc(r->pool, sizeof(weir_http_upstream_rr_state_t)
+                                  * naddrs);
+    if (state == NULL) {
+        return WEIR_ERROR;
+    }
+
     peers->single = (naddrs == 1);
     peers->number = naddrs;
     peers->total_weight = naddrs;
@@ -291,10 +312,10 @@ weir_http_upstream_create_round_robin_peer(weir_http_request_t *r,
         peer[i].name = addrs[i].name;
         peer[i].server = *host;
         peer[i].weight = 1;
-        peer[i].effective_weight = 1;
-        peer[i].current_weight = 0;
         peer[i].max_fails = 1;
         peer[i].fail_timeout = 10;
+        peer[i].state = &state[i];
+        state[i].effective_weight = 1;
 
         *tail = &peer[i];
         tail = &peer[i].next;
@@ -319,20 +340,24 @@ weir_uint_t
 weir_http_upstream_rr_peer_usable(weir_http_upstream_rr_peer_t *peer,
     time_t now)
 {
+    weir_http_upstream_rr_state_t  *st;
+
     if (peer->down) {
         return 0;
     }
 
+    st = peer->state;
+
     /* failed max_fails times: out until fail_timeout after the last
      * failure or probe (checked), then one request may probe it */
     if (peer->max_fails
-        && peer->fails >= peer->max_fails
-        && now - peer->checked <= peer->fail_timeout)
+        && st->fails >= peer->max_fails
+        && now - st->checked <= peer->fail_timeout)
     {
         return 0;
     }
 
-    if (peer->max_conns && peer->conns >= peer->max_conns) {
+    if (peer->max_conns && st->conns >= peer->max_conns) {
         return 0;
     }
 
@@ -344,14 +369,38 @@ weir_int_t
 weir_http_upstream_get_round_robin_peer(weir_peer_connection_t *pc,
     void *data)
 {
+    weir_int_t                          rc;
+    weir_shmtx_t                       *mutex;
+    weir_http_upstream_rr_peer_data_t  *rrp;
+
+    rrp = data;
+
+    /* the primary peers' lock, which is also the backups' */
+    mutex = rrp->peers->mutex;
+
+    if (mutex) {
+        weir_shmtx_lock(mutex);
+    }
+
+    rc = weir_http_upstream_get_round_robin_peer_locked(pc, rrp);
+
+    if (mutex) {
+        weir_shmtx_unlock(mutex);
+    }
+
+    return rc;
+}
+
+
+weir_int_t
+weir_http_upstream_get_round_robin_peer_locked(weir_peer_connection_t *pc,
+    weir_http_upstream_rr_peer_data_t *rrp)
+{
     time_t                              now;
     weir_int_t                          rc;
     weir_uint_t                         p;
     weir_http_upstream_rr_peer_t       *peer;
     weir_http_upstream_rr_peers_t      *peers;
-    weir_http_upstream_rr_peer_data_t  *rrp;
-
-    rrp = data;
 
     pc->cached = 0;
     pc->connection = NULL;
@@ -370,7 +419,8 @@ weir_http_upstream_get_round_robin_peer(weir_peer_connection_t *pc,
             /* one peer: failures do not take it out, there is no other
              * to send the request to */
             if (peer->down
-                || (peer->max_conns && peer->conns >= peer->max_conns)
+                || (peer->max_conns
+                    && peer->state->conns >= peer->max_conns)
                 || weir_http_upstream_rr_tried(rrp, 0))
             {
                 peer = NULL;
@@ -393,7 +443,8 @@ weir_http_upstream_get_round_robin_peer(weir_peer_connection_t *pc,
     (void) weir_http_upstream_rr_use_peer(pc, rrp, peer, p, now);
 
     weir_log_debug(pc->log, 0, "get rr peer %.*s, conns:%lu",
-                   WEIR_STR_ARG(peer->name), (unsigned long) peer->conns);
+                   WEIR_STR_ARG(peer->name),
+                   (unsigned long) peer->state->conns);
 
     return WEIR_OK;
 }
@@ -412,12 +463,12 @@ weir_http_upstream_rr_use_peer(weir_peer_connection_t *pc,
     pc->socklen = peer->socklen;
     pc->name = &peer->name;
 
-    peer->conns++;
+    peer->state->conns++;
 
     /* a peer past its fail_timeout: this request is its probe, the
-     * others wait fail_timeout more */
-    if (now - peer->checked > peer->fail_timeout) {
-        peer->checked = now;
+     * others (in every worker, with a zone) wait fail_timeout more */
+    if (now - peer->state->checked > peer->fail_timeout) {
+        peer->state->checked = now;
     }
 
     return WEIR_OK;
@@ -466,9 +517,10 @@ static weir_http_upstream_rr_peer_t *
 weir_http_upstream_get_peer(weir_http_upstream_rr_peer_data_t *rrp,
     time_t now, weir_uint_t *index)
 {
-    weir_int_t                     total;
-    weir_uint_t                    i, p;
-    weir_http_upstream_rr_peer_t  *peer, *best;
+    weir_int_t                      total;
+    weir_uint_t                     i, p;
+    weir_http_upstream_rr_peer_t   *peer, *best;
+    weir_http_upstream_rr_state_t  *st;
 
     best = NULL;
     total = 0;
@@ -484,15 +536,19 @@ weir_http_upstream_get_peer(weir_http_upstream_rr_peer_data_t *rrp,
             continue;
         }
 
-        peer->current_weight += peer->effective_weight;
-        total += peer->effective_weight;
+        st = peer->state;
+
+        st->current_weight += st->effective_weight;
+        total += st->effective_weight;
 
         /* a peer that failed recovers its weight one step per pick */
-        if (peer->effective_weight < peer->weight) {
-            peer->effective_weight++;
+        if (st->effective_weight < peer->weight) {
+            st->effective_weight++;
         }
 
-        if (best == NULL || peer->current_weight > best->current_weight) {
+        if (best == NULL
+            || st->current_weight > best->state->current_weight)
+        {
             best = peer;
             p = i;
         }
@@ -502,7 +558,7 @@ weir_http_upstream_get_peer(weir_http_upstream_rr_peer_data_t *rrp,
         return NULL;
     }
 
-    best->current_weight -= total;
+    best->state->current_weight -= total;
 
     /* weir_http_upstream_rr_use_peer marks it tried */
     *index = p;
@@ -516,7 +572,10 @@ weir_http_upstream_free_round_robin_peer(weir_peer_connection_t *pc,
     void *data, weir_uint_t state)
 {
     time_t                              now;
+    weir_uint_t                         fails, disabled;
+    weir_shmtx_t                       *mutex;
     weir_http_upstream_rr_peer_t       *peer;
+    weir_http_upstream_rr_state_t      *st;
     weir_http_upstream_rr_peer_data_t  *rrp;
 
     rrp = data;
@@ -533,51 +592,294 @@ weir_http_upstream_free_round_robin_peer(weir_peer_connection_t *pc,
 
     rrp->current = NULL;
 
-    if (peer->conns) {
-        peer->conns--;
-    }
+    st = peer->state;
+    mutex = rrp->peers->mutex;
 
     weir_log_debug(pc->log, 0, "free rr peer %.*s, state:%lu",
                    WEIR_STR_ARG(peer->name), (unsigned long) state);
 
     if (rrp->peers->single) {
+        if (mutex) {
+            weir_shmtx_lock(mutex);
+        }
+
+        if (st->conns) {
+            st->conns--;
+        }
+
+        if (mutex) {
+            weir_shmtx_unlock(mutex);
+        }
+
         /* nothing else to try, and nothing to mark */
         pc->tries = 0;
         return;
     }
 
     now = weir_time();
+    disabled = 0;
+    fails = 0;
+
+    if (mutex) {
+        weir_shmtx_lock(mutex);
+    }
+
+    if (st->conns) {
+        st->conns--;
+    }
 
     if (state & WEIR_PEER_FAILED) {
-        peer->fails++;
-        peer->accessed = now;
-        peer->checked = now;
+        st->fails++;
+        st->accessed = now;
+        st->checked = now;
 
         if (peer->max_fails) {
-            peer->effective_weight -= peer->weight
-                                      / (weir_int_t) peer->max_fails;
+            st->effective_weight -= peer->weight
+                                    / (weir_int_t) peer->max_fails;
 
-            if (peer->fails >= peer->max_fails) {
-                weir_log_error(WEIR_LOG_WARN, pc->log, 0,
-                               "upstream server temporarily disabled: "
-                               "%.*s in upstream \"%.*s\" for %lds "
-                               "after %lu failures",
-                               WEIR_STR_ARG(peer->name),
-                               WEIR_STR_ARG(*rrp->peers->name),
-                               (long) peer->fail_timeout,
-                               (unsigned long) peer->fails);
+            if (st->fails >= peer->max_fails) {
+                disabled = 1;
+                fails = st->fails;
             }
         }
 
-        if (peer->effective_weight < 0) {
-            peer->effective_weight = 0;
+        if (st->effective_weight < 0) {
+            st->effective_weight = 0;
         }
 
     } else {
         /* a success after the last failure (the probe worked) */
-        if (peer->accessed < peer->checked) {
-            peer->fails = 0;
+        if (st->accessed < st->checked) {
+            st->fails = 0;
         }
+    }
+
+    if (mutex) {
+        weir_shmtx_unlock(mutex);
+    }
+
+    /* no write to the log under the lock */
+    if (disabled) {
+        weir_log_error(WEIR_LOG_WARN, pc->log, 0,
+                       "upstream server temporarily disabled: "
+                       "%.*s in upstream \"%.*s\" for %lds "
+                       "after %lu failures",
+                       WEIR_STR_ARG(peer->name),
+                       WEIR_STR_ARG(*rrp->peers->name),
+                       (long) peer->fail_timeout,
+                       (unsigned long) fails);
     }
 }
 
+
+/*
+ * The zone of "zone NAME" holds, for every group that names it, in the
+ * order of the upstream main conf's list, one block:
+ *
+ *   the group's lock | the state of each primary peer | of each backup
+ *
+ * all of them in one slab allocation, so that the configuration check
+ * below knows exactly what the zone must hold. The zone holds no pointer
+ * (the peers in the cycle's pool point into it). A reload never takes it
+ * over (noreuse, as nginx): the new cycle's groups start afresh.
+ */
+
+#define WEIR_HTTP_UPSTREAM_ZONE_LOCK                                          \
+    weir_align(sizeof(weir_shmtx_sh_t), WEIR_ALIGNMENT)
+
+/* the slot size the cycle gives its zones' slab pools */
+#define WEIR_HTTP_UPSTREAM_ZONE_MIN_SHIFT  3
+
+
+static size_t
+weir_http_upstream_zone_group_size(weir_http_upstream_srv_conf_t *us)
+{
+    weir_uint_t                     n;
+    weir_http_upstream_rr_peers_t  *peers;
+
+    peers = us->peer.data;
+    n = peers->number + (peers->next ? peers->next->number : 0);
+
+    return WEIR_HTTP_UPSTREAM_ZONE_LOCK
+           + n * weir_align(sizeof(weir_http_upstream_rr_state_t),
+                            WEIR_ALIGNMENT);
+}
+
+
+weir_int_t
+weir_http_upstream_check_zones(weir_conf_t *cf,
+    weir_http_upstream_main_conf_t *umcf)
+{
+    size_t                           total;
+    weir_uint_t                      i, j, pages, need;
+    weir_shm_zone_t                 *zone;
+    weir_http_upstream_srv_conf_t  **uscfp, *us, *over;
+
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        zone = uscfp[i]->shm_zone;
+
+        if (zone == NULL) {
+            continue;
+        }
+
+        /* the zone's first group checks it for all of them */
+        for (j = 0; j < i; j++) {
+            if (uscfp[j]->shm_zone == zone) {
+                break;
+            }
+        }
+
+        if (j < i) {
+            continue;
+        }
+
+        us = uscfp[i];
+
+        if (zone->shm.size == 0) {
+            weir_log_error(WEIR_LOG_EMERG, cf->log, 0,
+                           "zero size shared memory zone \"%.*s\" in %s:%lu",
+                           WEIR_STR_ARG(zone->shm.name),
+                           us->zone_file_name
+                           ? (char *) us->zone_file_name : "-",
+                           (unsigned long) us->zone_line);
+            return WEIR_ERROR;
+        }
+
+        pages = weir_slab_zone_pages(zone->shm.size,
+                                     WEIR_HTTP_UPSTREAM_ZONE_MIN_SHIFT);
+
+        /* the zone's name, which the slab keeps for its messages, and
+         * the block of every group */
+        total = 0;
+        need = 0;
+        over = NULL;
+
+        for (j = i; j < umcf->upstreams.nelts; j++) {
+            if (uscfp[j]->shm_zone != zone) {
+                continue;
+            }
+
+            total += weir_http_upstream_zone_group_size(uscfp[j]);
+
+            need = weir_slab_alloc_pages_max(zone->shm.name.len + 1)
+                   + weir_slab_alloc_pages_max(total);
+
+            if (need > pages && over == NULL) {
+                over = uscfp[j];
+            }
+        }
+
+        if (over) {
+            weir_log_error(WEIR_LOG_EMERG, cf->log, 0,
+                           "zone \"%.*s\" is too small for upstream "
+                           "\"%.*s\" (at least %zu bytes are needed) "
+                           "in %s:%lu",
+                           WEIR_STR_ARG(zone->shm.name),
+                           WEIR_STR_ARG(over->host),
+                           weir_slab_zone_size(need,
+                                           WEIR_HTTP_UPSTREAM_ZONE_MIN_SHIFT),
+                           over->zone_file_name
+                           ? (char *) over->zone_file_name : "-",
+                           (unsigned long) over->zone_line);
+            return WEIR_ERROR;
+        }
+    }
+
+    return WEIR_OK;
+}
+
+
+/* the group's lock and its peers' state go to p, the peers point there */
+
+static unsigned char *
+weir_http_upstream_zone_move(weir_http_upstream_rr_peers_t *peers,
+    unsigned char *p)
+{
+    weir_http_upstream_rr_peer_t   *peer;
+    weir_http_upstream_rr_peers_t  *ps;
+    weir_http_upstream_rr_state_t  *st;
+
+    /* NULL log: the lock logs to the cycle in use when it logs */
+    if (weir_shmtx_create(&peers->lock, (weir_shmtx_sh_t *) p, NULL)
+        != WEIR_OK)
+    {
+        return NULL;
+    }
+
+    p += WEIR_HTTP_UPSTREAM_ZONE_LOCK;
+
+    for (ps = peers; ps; ps = ps->next) {
+        ps->mutex = &peers->lock;
+
+        for (peer = ps->peer; peer; peer = peer->next) {
+            st = (weir_http_upstream_rr_state_t *) p;
+            *st = *peer->state;
+            peer->state = st;
+
+            p += weir_align(sizeof(weir_http_upstream_rr_state_t),
+                            WEIR_ALIGNMENT);
+        }
+    }
+
+    return p;
+}
+
+
+/*
+ * The zone's init (the master, when the cycle maps its zones; never
+ * under -t): data is an old cycle's zone data, never given here as the
+ * zone is not reused.
+ */
+
+weir_int_t
+weir_http_upstream_init_zone(weir_shm_zone_t *zone, void *data)
+{
+    size_t                            size;
+    weir_uint_t                       i;
+    unsigned char                    *p;
+    weir_slab_pool_t                 *shpool;
+    weir_http_upstream_srv_conf_t   **uscfp;
+    weir_http_upstream_main_conf_t   *umcf;
+
+    (void) data;
+
+    umcf = zone->data;
+    uscfp = umcf->upstreams.elts;
+    shpool = (weir_slab_pool_t *) zone->shm.addr;
+
+    size = 0;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->shm_zone == zone) {
+            size += weir_http_upstream_zone_group_size(uscfp[i]);
+        }
+    }
+
+    if (size == 0) {
+        return WEIR_OK;
+    }
+
+    /* weir_http_upstream_check_zones made sure it fits */
+    p = weir_slab_calloc(shpool, size);
+    if (p == NULL) {
+        weir_log_error(WEIR_LOG_EMERG, zone->shm.log, 0,
+                       "could not allocate %zu bytes of upstream zone "
+                       "\"%.*s\"", size, WEIR_STR_ARG(zone->shm.name));
+        return WEIR_ERROR;
+    }
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->shm_zone != zone) {
+            continue;
+        }
+
+        p = weir_http_upstream_zone_move(uscfp[i]->peer.data, p);
+        if (p == NULL) {
+            return WEIR_ERROR;
+        }
+    }
+
+    return WEIR_OK;
+}

@@ -324,7 +324,7 @@ WEIR_UNIT_TEST(http_upstream_rr_max_fails_and_fail_timeout)
 
     /* first failure of a: still usable */
     WEIR_CHECK_INT(test_rr_pick(&t, WEIR_PEER_FAILED), 8001);
-    WEIR_CHECK_INT(a->fails, 1);
+    WEIR_CHECK_INT(a->state->fails, 1);
     WEIR_CHECK(weir_http_upstream_rr_peer_usable(a, weir_time()));
 
     WEIR_CHECK_INT(test_rr_pick(&t, 0), 8002);
@@ -332,7 +332,7 @@ WEIR_UNIT_TEST(http_upstream_rr_max_fails_and_fail_timeout)
     /* a success within fail_timeout of the failure does not forget it:
      * failures are counted within fail_timeout, as nginx does */
     WEIR_CHECK_INT(test_rr_pick(&t, 0), 8001);
-    WEIR_CHECK_INT(a->fails, 1);
+    WEIR_CHECK_INT(a->state->fails, 1);
     WEIR_CHECK(!weir_unit_log_has("temporarily disabled"));
 
     WEIR_CHECK_INT(test_rr_pick(&t, 0), 8002);
@@ -340,7 +340,7 @@ WEIR_UNIT_TEST(http_upstream_rr_max_fails_and_fail_timeout)
     /* the second failure: out */
     weir_cached_time_sec += 5;
     WEIR_CHECK_INT(test_rr_pick(&t, WEIR_PEER_FAILED), 8001);
-    WEIR_CHECK_INT(a->fails, 2);
+    WEIR_CHECK_INT(a->state->fails, 2);
     WEIR_CHECK(weir_unit_log_has("upstream server temporarily disabled"));
     WEIR_CHECK(!weir_http_upstream_rr_peer_usable(a, weir_time()));
 
@@ -366,7 +366,7 @@ WEIR_UNIT_TEST(http_upstream_rr_max_fails_and_fail_timeout)
     }
 
     WEIR_CHECK_INT(port, 8001);
-    WEIR_CHECK_INT(a->fails, 0);
+    WEIR_CHECK_INT(a->state->fails, 0);
     WEIR_CHECK(weir_http_upstream_rr_peer_usable(a, weir_time()));
 
     weir_cached_time_sec = saved;
@@ -421,7 +421,7 @@ WEIR_UNIT_TEST(http_upstream_rr_failed_probe_keeps_peer_out)
 
     /* the probe fails: out for another fail_timeout */
     pc->free(pc, pc->data, WEIR_PEER_FAILED);
-    WEIR_CHECK_INT(a->fails, 2);
+    WEIR_CHECK_INT(a->state->fails, 2);
 
     weir_cached_time_sec += 5;
     WEIR_CHECK_INT(test_rr_pick(&t, 0), 8002);
@@ -1195,17 +1195,17 @@ WEIR_UNIT_TEST(http_upstream_rr_peer_held_across_a_reconnect)
     sockaddr = pc->sockaddr;
     socklen = pc->socklen;
     name = pc->name;
-    WEIR_CHECK_INT(a->conns, 1);
+    WEIR_CHECK_INT(a->state->conns, 1);
 
     /* what the core does: the held peer, through the plain get hook */
     WEIR_CHECK_INT(weir_event_get_peer(pc, NULL), WEIR_OK);
     WEIR_CHECK(pc->sockaddr == sockaddr && pc->socklen == socklen
                && pc->name == name);
     WEIR_CHECK_INT(weir_inet_get_port(pc->sockaddr), 8001);
-    WEIR_CHECK_INT(a->conns, 1);
+    WEIR_CHECK_INT(a->state->conns, 1);
 
     pc->free(pc, pc->data, 0);
-    WEIR_CHECK_INT(a->conns, 0);
-    WEIR_CHECK_INT(a->fails, 0);
+    WEIR_CHECK_INT(a->state->conns, 0);
+    WEIR_CHECK_INT(a->state->fails, 0);
     WEIR_CHECK_INT(pc->tries, 0);
 }

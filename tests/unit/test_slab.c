@@ -528,6 +528,74 @@ WEIR_UNIT_TEST(slab_tiny_zone)
 
 
 /*
+ * weir_slab_zone_pages must say what weir_slab_init will give a zone of
+ * that size (a configuration is checked with it before any zone exists),
+ * and weir_slab_zone_size is the smallest size that gives so many pages.
+ */
+
+WEIR_UNIT_TEST(slab_zone_geometry)
+{
+    size_t             size, sizes[8];
+    weir_uint_t        i, pages;
+    unsigned char     *mem;
+    weir_slab_pool_t  *sp;
+
+    if (weir_pagesize == 0) {
+        weir_pagesize = (weir_uint_t) sysconf(_SC_PAGESIZE);
+    }
+
+    weir_slab_sizes_init();
+
+    sizes[0] = 8 * weir_pagesize;
+    sizes[1] = 8 * weir_pagesize + 1;
+    sizes[2] = 8 * weir_pagesize - 1;
+    sizes[3] = 64 * 1024 + 100;
+    sizes[4] = 1024 * 1024;
+    sizes[5] = sizeof(weir_slab_pool_t) + 1024;
+    sizes[6] = 3 * weir_pagesize + 777;
+    sizes[7] = 10 * 1024 * 1024 + 4095;
+
+    for (i = 0; i < 8; i++) {
+        size = sizes[i];
+
+        if (posix_memalign((void **) &mem, weir_pagesize, size) != 0) {
+            WEIR_CHECK(0);
+            return;
+        }
+
+        weir_memzero(mem, sizeof(weir_slab_pool_t));
+
+        sp = (weir_slab_pool_t *) mem;
+        sp->end = mem + size;
+        sp->min_shift = 3;
+        sp->addr = mem;
+
+        weir_slab_init(sp);
+
+        pages = weir_slab_zone_pages(size, 3);
+        WEIR_CHECK_INT(pages, sp->pfree);
+
+        if (pages) {
+            WEIR_CHECK(weir_slab_zone_size(pages, 3) <= size);
+            WEIR_CHECK(weir_slab_zone_pages(weir_slab_zone_size(pages, 3), 3)
+                       == pages);
+            WEIR_CHECK(weir_slab_zone_pages(weir_slab_zone_size(pages, 3)
+                                            - 1, 3)
+                       == pages - 1);
+        }
+
+        weir_shmtx_destroy(&sp->mutex);
+        free(mem);
+    }
+
+    WEIR_CHECK_INT(weir_slab_alloc_pages_max(1), 1);
+    WEIR_CHECK_INT(weir_slab_alloc_pages_max(weir_pagesize / 2), 1);
+    WEIR_CHECK_INT(weir_slab_alloc_pages_max(weir_pagesize / 2 + 1), 1);
+    WEIR_CHECK_INT(weir_slab_alloc_pages_max(weir_pagesize + 1), 2);
+}
+
+
+/*
  * The real thing: a shared zone, a forked "worker" that allocates in it,
  * and one that dies holding the lock.
  */

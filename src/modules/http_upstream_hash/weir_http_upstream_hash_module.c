@@ -18,7 +18,9 @@
  * point. Removing a peer only moves the keys that were on its points.
  *
  * No backup peers with hash: a key must keep its peer. Built on round
- * robin's peers, per-request data and free hook.
+ * robin's peers, per-request data and free hook. The walk over the
+ * peers runs under the group's lock (a "zone"), the key's hash and the
+ * search of the ring (configuration) outside it.
  */
 
 
@@ -379,7 +381,9 @@ weir_http_upstream_get_hash_peer(weir_peer_connection_t *pc, void *data)
     time_t                          now;
     size_t                          size;
     uint32_t                        hash;
+    weir_int_t                      rc;
     weir_uint_t                     w, p;
+    weir_shmtx_t                   *mutex;
     unsigned char                   buf[WEIR_INT_T_LEN];
     weir_http_upstream_rr_peer_t   *peer;
 
@@ -395,6 +399,12 @@ weir_http_upstream_get_hash_peer(weir_peer_connection_t *pc, void *data)
     hp->rrp.current = NULL;
 
     now = weir_time();
+
+    mutex = hp->rrp.peers->mutex;
+
+    if (mutex) {
+        weir_shmtx_lock(mutex);
+    }
 
     for ( ;; ) {
 
@@ -426,13 +436,22 @@ weir_http_upstream_get_hash_peer(weir_peer_connection_t *pc, void *data)
         }
 
         if (weir_http_upstream_hash_usable(hp, peer, p, now)) {
-            return weir_http_upstream_hash_use(pc, hp, peer, p, now);
+            rc = weir_http_upstream_hash_use(pc, hp, peer, p, now);
+            break;
         }
 
         if (++hp->tries > WEIR_HTTP_UPSTREAM_HASH_TRIES) {
-            return weir_http_upstream_get_round_robin_peer(pc, &hp->rrp);
+            rc = weir_http_upstream_get_round_robin_peer_locked(pc,
+                                                                &hp->rrp);
+            break;
         }
     }
+
+    if (mutex) {
+        weir_shmtx_unlock(mutex);
+    }
+
+    return rc;
 }
 
 
@@ -443,7 +462,9 @@ weir_http_upstream_get_chash_peer(weir_peer_connection_t *pc, void *data)
 
     time_t                              now;
     uint32_t                            hash;
+    weir_int_t                          rc;
     weir_uint_t                         lo, hi, mid, npoints;
+    weir_shmtx_t                       *mutex;
     weir_http_upstream_chash_point_t   *points, *point;
 
     npoints = hp->conf->npoints;
@@ -489,22 +510,37 @@ weir_http_upstream_get_chash_peer(weir_peer_connection_t *pc, void *data)
 
     now = weir_time();
 
+    mutex = hp->rrp.peers->mutex;
+
+    if (mutex) {
+        weir_shmtx_lock(mutex);
+    }
+
     for ( ;; ) {
         point = &points[hp->hash % npoints];
 
         if (weir_http_upstream_hash_usable(hp, point->peer, point->index,
                                            now))
         {
-            return weir_http_upstream_hash_use(pc, hp, point->peer,
-                                               point->index, now);
+            rc = weir_http_upstream_hash_use(pc, hp, point->peer,
+                                             point->index, now);
+            break;
         }
 
         hp->hash = (uint32_t) ((hp->hash + 1) % npoints);
 
         if (++hp->tries > WEIR_HTTP_UPSTREAM_HASH_TRIES) {
-            return weir_http_upstream_get_round_robin_peer(pc, &hp->rrp);
+            rc = weir_http_upstream_get_round_robin_peer_locked(pc,
+                                                                &hp->rrp);
+            break;
         }
     }
+
+    if (mutex) {
+        weir_shmtx_unlock(mutex);
+    }
+
+    return rc;
 }
 
 

@@ -3,11 +3,12 @@
 #include "weir_http.h"
 
 /*
- * "least_conn": the usable peer with the fewest active connections of
- * this worker for its weight (conns / weight), smooth weighted round
- * robin among the peers that tie, backup peers when no primary one is
- * usable. Built on round robin: its peers, its per-request data (tried
- * bitmap) and its free hook, which counts failures and connections.
+ * "least_conn": the usable peer with the fewest active connections for
+ * its weight (conns / weight; of this worker, or of every worker with a
+ * "zone"), smooth weighted round robin among the peers that tie, backup
+ * peers when no primary one is usable. Built on round robin: its peers,
+ * its per-request data (tried bitmap) and its free hook, which counts
+ * failures and connections. The pick runs under the group's lock.
  */
 
 
@@ -107,6 +108,7 @@ weir_http_upstream_get_least_conn_peer(weir_peer_connection_t *pc,
     time_t                          now;
     weir_int_t                      rc;
     weir_uint_t                     p;
+    weir_shmtx_t                   *mutex;
     weir_http_upstream_rr_peer_t   *best;
 
     if (rrp->peers->single) {
@@ -121,6 +123,13 @@ weir_http_upstream_get_least_conn_peer(weir_peer_connection_t *pc,
 
     now = weir_time();
 
+    /* the primary peers' lock, which is also the backups' */
+    mutex = rrp->peers->mutex;
+
+    if (mutex) {
+        weir_shmtx_lock(mutex);
+    }
+
     for ( ;; ) {
         best = weir_http_upstream_least_conn_pick(rrp, now, &p);
 
@@ -130,6 +139,10 @@ weir_http_upstream_get_least_conn_peer(weir_peer_connection_t *pc,
 
         rc = weir_http_upstream_rr_use_backups(pc, rrp);
         if (rc != WEIR_OK) {
+            if (mutex) {
+                weir_shmtx_unlock(mutex);
+            }
+
             return rc;
         }
     }
@@ -137,7 +150,12 @@ weir_http_upstream_get_least_conn_peer(weir_peer_connection_t *pc,
     (void) weir_http_upstream_rr_use_peer(pc, rrp, best, p, now);
 
     weir_log_debug(pc->log, 0, "get least_conn peer %.*s, conns:%lu",
-                   WEIR_STR_ARG(best->name), (unsigned long) best->conns);
+                   WEIR_STR_ARG(best->name),
+                   (unsigned long) best->state->conns);
+
+    if (mutex) {
+        weir_shmtx_unlock(mutex);
+    }
 
     return WEIR_OK;
 }
@@ -153,9 +171,10 @@ static weir_http_upstream_rr_peer_t *
 weir_http_upstream_least_conn_pick(weir_http_upstream_rr_peer_data_t *rrp,
     time_t now, weir_uint_t *index)
 {
-    weir_int_t                     total;
-    weir_uint_t                    i, p, many;
-    weir_http_upstream_rr_peer_t  *peer, *best;
+    weir_int_t                      total;
+    weir_uint_t                     i, p, many;
+    weir_http_upstream_rr_peer_t   *peer, *best;
+    weir_http_upstream_rr_state_t  *st;
 
     best = NULL;
     many = 0;
@@ -172,15 +191,15 @@ weir_http_upstream_least_conn_pick(weir_http_upstream_rr_peer_data_t *rrp,
         }
 
         if (best == NULL
-            || peer->conns * (weir_uint_t) best->weight
-               < best->conns * (weir_uint_t) peer->weight)
+            || peer->state->conns * (weir_uint_t) best->weight
+               < best->state->conns * (weir_uint_t) peer->weight)
         {
             best = peer;
             many = 0;
             p = i;
 
-        } else if (peer->conns * (weir_uint_t) best->weight
-                   == best->conns * (weir_uint_t) peer->weight)
+        } else if (peer->state->conns * (weir_uint_t) best->weight
+                   == best->state->conns * (weir_uint_t) peer->weight)
         {
             many = 1;
         }
@@ -202,8 +221,8 @@ weir_http_upstream_least_conn_pick(weir_http_upstream_rr_peer_data_t *rrp,
                 continue;
             }
 
-            if (peer->conns * (weir_uint_t) best->weight
-                != best->conns * (weir_uint_t) peer->weight)
+            if (peer->state->conns * (weir_uint_t) best->weight
+                != best->state->conns * (weir_uint_t) peer->weight)
             {
                 continue;
             }
@@ -212,20 +231,22 @@ weir_http_upstream_least_conn_pick(weir_http_upstream_rr_peer_data_t *rrp,
                 continue;
             }
 
-            peer->current_weight += peer->effective_weight;
-            total += peer->effective_weight;
+            st = peer->state;
 
-            if (peer->effective_weight < peer->weight) {
-                peer->effective_weight++;
+            st->current_weight += st->effective_weight;
+            total += st->effective_weight;
+
+            if (st->effective_weight < peer->weight) {
+                st->effective_weight++;
             }
 
-            if (peer->current_weight > best->current_weight) {
+            if (st->current_weight > best->state->current_weight) {
                 best = peer;
                 p = i;
             }
         }
 
-        best->current_weight -= total;
+        best->state->current_weight -= total;
     }
 
     /* weir_http_upstream_rr_use_peer marks it tried */

@@ -5,12 +5,13 @@
 /*
  * "random [two [least_conn]]": a peer drawn at random with a probability
  * proportional to its weight; with "two", two distinct peers are drawn
- * and the one with fewer active connections of this worker for its
- * weight wins ("power of two choices": it spreads like least_conn
- * without every worker herding onto the same idle peer). A drawn peer
- * that is down, failed or already tried is drawn again, at most 20
- * times, then round robin takes over. No backup peers, as nginx.
- * Built on round robin's peers, per-request data and free hook.
+ * and the one with fewer active connections for its weight (of this
+ * worker, or of every worker with a "zone") wins ("power of two
+ * choices": it spreads like least_conn without every worker herding onto
+ * the same idle peer). A drawn peer that is down, failed or already
+ * tried is drawn again, at most 20 times, then round robin takes over.
+ * No backup peers, as nginx. Built on round robin's peers, per-request
+ * data and free hook. The draws run under the group's lock.
  */
 
 
@@ -243,7 +244,8 @@ weir_http_upstream_random_use(weir_peer_connection_t *pc,
     peer = rp->conf->ranges[i].peer;
 
     weir_log_debug(pc->log, 0, "get random peer %.*s, conns:%lu",
-                   WEIR_STR_ARG(peer->name), (unsigned long) peer->conns);
+                   WEIR_STR_ARG(peer->name),
+                   (unsigned long) peer->state->conns);
 
     return weir_http_upstream_rr_use_peer(pc, &rp->rrp, peer, i, now);
 }
@@ -254,8 +256,10 @@ weir_http_upstream_get_random_peer(weir_peer_connection_t *pc, void *data)
 {
     weir_http_upstream_random_peer_data_t  *rp = data;
 
-    time_t       now;
-    weir_uint_t  i;
+    time_t         now;
+    weir_int_t     rc;
+    weir_uint_t    i;
+    weir_shmtx_t  *mutex;
 
     if (rp->tries > WEIR_HTTP_UPSTREAM_RANDOM_TRIES
         || rp->rrp.peers->single)
@@ -270,17 +274,32 @@ weir_http_upstream_get_random_peer(weir_peer_connection_t *pc, void *data)
 
     now = weir_time();
 
+    mutex = rp->rrp.peers->mutex;
+
+    if (mutex) {
+        weir_shmtx_lock(mutex);
+    }
+
     for ( ;; ) {
         i = weir_http_upstream_random_draw(rp->conf);
 
         if (weir_http_upstream_random_usable(rp, i, now)) {
-            return weir_http_upstream_random_use(pc, rp, i, now);
+            rc = weir_http_upstream_random_use(pc, rp, i, now);
+            break;
         }
 
         if (++rp->tries > WEIR_HTTP_UPSTREAM_RANDOM_TRIES) {
-            return weir_http_upstream_get_round_robin_peer(pc, &rp->rrp);
+            rc = weir_http_upstream_get_round_robin_peer_locked(pc,
+                                                                &rp->rrp);
+            break;
         }
     }
+
+    if (mutex) {
+        weir_shmtx_unlock(mutex);
+    }
+
+    return rc;
 }
 
 
@@ -290,7 +309,9 @@ weir_http_upstream_get_random2_peer(weir_peer_connection_t *pc, void *data)
     weir_http_upstream_random_peer_data_t  *rp = data;
 
     time_t                          now;
+    weir_int_t                      rc;
     weir_uint_t                     i, prev, have_prev;
+    weir_shmtx_t                   *mutex;
     weir_http_upstream_rr_peer_t   *a, *b;
 
     if (rp->tries > WEIR_HTTP_UPSTREAM_RANDOM_TRIES
@@ -308,6 +329,12 @@ weir_http_upstream_get_random2_peer(weir_peer_connection_t *pc, void *data)
 
     have_prev = 0;
     prev = 0;
+
+    mutex = rp->rrp.peers->mutex;
+
+    if (mutex) {
+        weir_shmtx_lock(mutex);
+    }
 
     for ( ;; ) {
         i = weir_http_upstream_random_draw(rp->conf);
@@ -327,10 +354,14 @@ weir_http_upstream_get_random2_peer(weir_peer_connection_t *pc, void *data)
 
             /* only one usable peer was found: take it */
             if (have_prev) {
-                return weir_http_upstream_random_use(pc, rp, prev, now);
+                rc = weir_http_upstream_random_use(pc, rp, prev, now);
+
+            } else {
+                rc = weir_http_upstream_get_round_robin_peer_locked(pc,
+                                                                &rp->rrp);
             }
 
-            return weir_http_upstream_get_round_robin_peer(pc, &rp->rrp);
+            goto done;
         }
     }
 
@@ -339,13 +370,21 @@ weir_http_upstream_get_random2_peer(weir_peer_connection_t *pc, void *data)
     a = rp->conf->ranges[i].peer;
     b = rp->conf->ranges[prev].peer;
 
-    if (a->conns * (weir_uint_t) b->weight
-        >= b->conns * (weir_uint_t) a->weight)
+    if (a->state->conns * (weir_uint_t) b->weight
+        >= b->state->conns * (weir_uint_t) a->weight)
     {
         i = prev;
     }
 
-    return weir_http_upstream_random_use(pc, rp, i, now);
+    rc = weir_http_upstream_random_use(pc, rp, i, now);
+
+done:
+
+    if (mutex) {
+        weir_shmtx_unlock(mutex);
+    }
+
+    return rc;
 }
 
 
