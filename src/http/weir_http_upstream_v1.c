@@ -91,16 +91,12 @@ static weir_http_upstream_v1_ctx_t *weir_http_upstream_v1_get_ctx(
     weir_http_upstream_t *u);
 static weir_chain_t *weir_http_upstream_v1_frame(weir_http_upstream_t *u,
     size_t size);
-static weir_uint_t weir_http_upstream_v1_is_token(weir_str_t *s);
-static weir_uint_t weir_http_upstream_v1_bad_value(weir_str_t *s);
 static weir_uint_t weir_http_upstream_v1_bad_target(weir_str_t *s);
 static weir_uint_t weir_http_upstream_v1_own_name(weir_http_header_t *h);
 static weir_uint_t weir_http_upstream_v1_framing_name(weir_http_header_t *h);
 static off_t weir_http_upstream_v1_parse_length(weir_str_t *value);
 static char *weir_http_upstream_v1_quote(char *buf, size_t size,
     unsigned char *p, unsigned char *last);
-static char *weir_http_upstream_v1_quote_str(char *buf, size_t size,
-    weir_str_t *s);
 
 
 weir_http_upstream_proto_t  weir_http_upstream_v1_proto = {
@@ -152,11 +148,12 @@ weir_http_upstream_v1_create_request(weir_http_upstream_t *u)
 
     /* what is refused is quoted: it must not split the log either */
 
-    if (!weir_http_upstream_v1_is_token(&req->method_name)) {
+    if (!weir_http_valid_header_name(&req->method_name)) {
         weir_log_error(WEIR_LOG_ERR, log, 0,
                        "invalid method \"%s\" of the request to upstream",
-                       weir_http_upstream_v1_quote_str(quote, sizeof(quote),
-                                                       &req->method_name));
+                       weir_quote_for_log(quote, sizeof(quote),
+                                          req->method_name.data,
+                                          req->method_name.len));
         return WEIR_ERROR;
     }
 
@@ -164,8 +161,9 @@ weir_http_upstream_v1_create_request(weir_http_upstream_t *u)
         weir_log_error(WEIR_LOG_ERR, log, 0,
                        "invalid URI \"%s\" of the request to upstream: "
                        "empty, or whitespace or a control character in it",
-                       weir_http_upstream_v1_quote_str(quote, sizeof(quote),
-                                                       &req->uri));
+                       weir_quote_for_log(quote, sizeof(quote),
+                                          req->uri.data,
+                                          req->uri.len));
         return WEIR_ERROR;
     }
 
@@ -174,8 +172,9 @@ weir_http_upstream_v1_create_request(weir_http_upstream_t *u)
         weir_log_error(WEIR_LOG_ERR, log, 0,
                        "invalid Host \"%s\" of the request to upstream: "
                        "whitespace or a control character in it",
-                       weir_http_upstream_v1_quote_str(quote, sizeof(quote),
-                                                       &req->authority));
+                       weir_quote_for_log(quote, sizeof(quote),
+                                          req->authority.data,
+                                          req->authority.len));
         return WEIR_ERROR;
     }
 
@@ -231,21 +230,21 @@ weir_http_upstream_v1_create_request(weir_http_upstream_t *u)
             continue;
         }
 
-        if (!weir_http_upstream_v1_is_token(&h[i].key)) {
+        if (!weir_http_valid_header_name(&h[i].key)) {
             weir_log_error(WEIR_LOG_ERR, log, 0,
                            "invalid header name \"%s\" in the request "
                            "to upstream",
-                           weir_http_upstream_v1_quote_str(quote,
-                               sizeof(quote), &h[i].key));
+                           weir_quote_for_log(quote,
+                               sizeof(quote), h[i].key.data, h[i].key.len));
             return WEIR_ERROR;
         }
 
-        if (weir_http_upstream_v1_bad_value(&h[i].value)) {
+        if (!weir_http_valid_header_value(&h[i].value)) {
             weir_log_error(WEIR_LOG_ERR, log, 0,
                            "CR, LF or NUL in the value of header \"%s\" "
                            "of the request to upstream",
-                           weir_http_upstream_v1_quote_str(quote,
-                               sizeof(quote), &h[i].key));
+                           weir_quote_for_log(quote,
+                               sizeof(quote), h[i].key.data, h[i].key.len));
             return WEIR_ERROR;
         }
 
@@ -557,14 +556,14 @@ weir_http_upstream_v1_trailers_size(weir_http_upstream_t *u, size_t *len)
             continue;
         }
 
-        if (!weir_http_upstream_v1_is_token(&h[i].key)
-            || weir_http_upstream_v1_bad_value(&h[i].value))
+        if (!weir_http_valid_header_name(&h[i].key)
+            || !weir_http_valid_header_value(&h[i].value))
         {
             weir_log_error(WEIR_LOG_ERR, u->request->connection->log, 0,
                            "invalid trailer field \"%s\" in the request "
                            "to upstream",
-                           weir_http_upstream_v1_quote_str(quote,
-                               sizeof(quote), &h[i].key));
+                           weir_quote_for_log(quote,
+                               sizeof(quote), h[i].key.data, h[i].key.len));
             return WEIR_ERROR;
         }
 
@@ -1524,53 +1523,6 @@ weir_http_upstream_v1_frame(weir_http_upstream_t *u, size_t size)
 }
 
 
-/* tchar (RFC 9110 5.6.2), at least one */
-
-static weir_uint_t
-weir_http_upstream_v1_is_token(weir_str_t *s)
-{
-    size_t         i;
-    unsigned char  c;
-
-    if (s->len == 0) {
-        return 0;
-    }
-
-    for (i = 0; i < s->len; i++) {
-        c = s->data[i];
-
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-            || (c >= '0' && c <= '9'))
-        {
-            continue;
-        }
-
-        if (c == 0 || weir_strchr("!#$%&'*+-.^_`|~", c) == NULL) {
-            return 0;
-        }
-    }
-
-    return 1;
-}
-
-
-/* CR, LF or NUL: a value that would split the request */
-
-static weir_uint_t
-weir_http_upstream_v1_bad_value(weir_str_t *s)
-{
-    size_t  i;
-
-    for (i = 0; i < s->len; i++) {
-        if (s->data[i] == '\r' || s->data[i] == '\n' || s->data[i] == '\0') {
-            return 1;
-        }
-    }
-
-    return 0;
-}
-
-
 /* an empty target, whitespace or a control character */
 
 static weir_uint_t
@@ -1712,43 +1664,11 @@ static char *
 weir_http_upstream_v1_quote(char *buf, size_t size, unsigned char *p,
     unsigned char *last)
 {
-    unsigned char  *q, *end;
-
-    static const char  hex[] = "0123456789abcdef";
-
-    q = (unsigned char *) buf;
-    end = q + size - sizeof("...");
-
     if (p == NULL || last < p) {
-        *q = '\0';
-        return buf;
+        last = p;
     }
 
-    for ( /* void */ ; p < last && end - q >= 4; p++) {
-        if (*p >= ' ' && *p < 0x7f && *p != '"' && *p != '\\') {
-            *q++ = *p;
-            continue;
-        }
-
-        *q++ = '\\';
-        *q++ = 'x';
-        *q++ = hex[*p >> 4];
-        *q++ = hex[*p & 0xf];
-    }
-
-    if (p < last) {
-        q = weir_cpymem(q, "...", 3);
-    }
-
-    *q = '\0';
-
-    return buf;
+    return weir_quote_for_log(buf, size, p, last - p);
 }
 
 
-static char *
-weir_http_upstream_v1_quote_str(char *buf, size_t size, weir_str_t *s)
-{
-    return weir_http_upstream_v1_quote(buf, size, s->data,
-                                       s->data + s->len);
-}
