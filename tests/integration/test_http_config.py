@@ -455,17 +455,11 @@ http {
                     conn.close()
                     conn = None
             except (OSError, http.client.HTTPException) as exc:
-                # a keep-alive connection that an old worker closed while
-                # idle is the one failure a client must retry (as with
-                # nginx); anything else, or a failure on a fresh
-                # connection, counts
-                if keepalive and used and isinstance(
-                        exc, (http.client.RemoteDisconnected,
-                              ConnectionResetError, BrokenPipeError)):
-                    conn.close()
-                    conn = None
-                    continue
-                failures.append(repr(exc))
+                # an old worker drains its idle keep-alive connections
+                # (keepalive_drain_timeout) instead of closing them: no
+                # failure is allowed, not even on a reused connection
+                failures.append("%s connection: %r"
+                                % ("reused" if used else "new", exc))
                 if conn is not None:
                     conn.close()
                     conn = None
