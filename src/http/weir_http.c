@@ -1316,92 +1316,181 @@ weir_http_server_names(weir_conf_t *cf, weir_http_conf_addr_t *addr,
 }
 
 
+#define weir_http_hex_digit(ch)                                              \
+    (((ch) >= '0' && (ch) <= '9') || ((ch) >= 'a' && (ch) <= 'f')             \
+     || ((ch) >= 'A' && (ch) <= 'F'))
+
+
+/* RFC 3986 reg-name characters: unreserved and sub-delims */
+
+static weir_uint_t
+weir_http_host_char(unsigned char ch)
+{
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
+        || (ch >= '0' && ch <= '9'))
+    {
+        return 1;
+    }
+
+    return ch != '\0' && strchr("-._~!$&'()*+,;=", ch) != NULL;
+}
+
+
+/*
+ * The inside of an IP-literal ("[" ... "]"): an IPv6address or an
+ * IPvFuture ("v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" )).
+ * A zone identifier ("%25eth0", RFC 6874) is not accepted.
+ */
+
+static weir_uint_t
+weir_http_valid_ip_literal(unsigned char *p, size_t len)
+{
+    size_t           i;
+    struct in6_addr  addr;
+    char             buf[INET6_ADDRSTRLEN];
+
+    if (len > 0 && (p[0] == 'v' || p[0] == 'V')) {
+
+        for (i = 1; i < len && weir_http_hex_digit(p[i]); i++) {
+            /* void */
+        }
+
+        if (i == 1 || i == len || p[i] != '.' || i + 1 == len) {
+            return 0;
+        }
+
+        for (i++; i < len; i++) {
+            if (!weir_http_host_char(p[i]) && p[i] != ':') {
+                return 0;
+            }
+        }
+
+        return 1;
+    }
+
+    if (len < 2 || len >= sizeof(buf)) {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        if (!weir_http_hex_digit(p[i]) && p[i] != ':' && p[i] != '.') {
+            return 0;
+        }
+    }
+
+    weir_memcpy(buf, p, len);
+    buf[len] = '\0';
+
+    return inet_pton(AF_INET6, buf, &addr) == 1;
+}
+
+
 /*
  * Makes host usable as a server name: lowercase, without the port and
  * the trailing dot. WEIR_DECLINED when the name is not valid (the
  * caller answers 400), WEIR_ERROR when memory ran out. With alloc the
  * result is a copy in pool, else host is changed in place.
+ *
+ * Valid is an RFC 3986 host: a reg-name of unreserved and sub-delims
+ * characters (which covers IPv4address), or an IP-literal, then
+ * optionally ":" and a port of digits from 1 to 65535, or an empty port
+ * ("host:", the default port). Stricter than RFC 3986, a pct-encoded
+ * octet, an empty label ("a..b") and any byte above 0x7F are rejected:
+ * the name selects the server, becomes $host and may go upstream, and
+ * a name that another hop decodes or splits differently would route
+ * the request elsewhere there (docs/compatibility.md).
  */
 
 weir_int_t
 weir_http_validate_host(weir_str_t *host, weir_pool_t *pool, weir_uint_t alloc)
 {
     unsigned char  *h, ch;
-    size_t          i, dot_pos, host_len;
-
-    enum {
-        sw_usual = 0,
-        sw_literal,
-        sw_rest
-    } state;
-
-    dot_pos = host->len;
-    host_len = host->len;
+    size_t          i, end, dot_pos, host_len;
+    weir_uint_t     port;
 
     h = host->data;
 
-    state = sw_usual;
+    if (host->len > 0 && h[0] == '[') {
 
-    for (i = 0; i < host->len; i++) {
-        ch = h[i];
-
-        switch (ch) {
-
-        case '.':
-            if (dot_pos == i - 1) {
-                return WEIR_DECLINED;
+        for (end = 1; end < host->len && h[end] != ']'; end++) {
+            if (h[end] >= 'A' && h[end] <= 'Z') {
+                alloc = 1;
             }
+        }
 
-            dot_pos = i;
-            break;
-
-        case ':':
-            if (state == sw_usual) {
-                host_len = i;
-                state = sw_rest;
-            }
-
-            break;
-
-        case '[':
-            if (i == 0) {
-                state = sw_literal;
-            }
-
-            break;
-
-        case ']':
-            if (state == sw_literal) {
-                host_len = i + 1;
-                state = sw_rest;
-            }
-
-            break;
-
-        case '\0':
-        case '/':
-        case '\\':
+        if (end == host->len || !weir_http_valid_ip_literal(h + 1, end - 1))
+        {
             return WEIR_DECLINED;
+        }
 
-        default:
-            if (ch < 0x20 || ch == 0x7f) {
+        end++;
+        host_len = end;
+
+    } else {
+
+        dot_pos = host->len;
+
+        for (end = 0; end < host->len; end++) {
+            ch = h[end];
+
+            if (ch == ':') {
+                break;
+            }
+
+            if (ch == '.') {
+                if (end > 0 && dot_pos == end - 1) {
+                    return WEIR_DECLINED;
+                }
+
+                dot_pos = end;
+                continue;
+            }
+
+            if (!weir_http_host_char(ch)) {
                 return WEIR_DECLINED;
             }
 
             if (ch >= 'A' && ch <= 'Z') {
                 alloc = 1;
             }
-
-            break;
         }
-    }
 
-    if (dot_pos == host_len - 1) {
-        host_len--;
+        host_len = end;
+
+        if (host_len > 0 && dot_pos == host_len - 1) {
+            host_len--;
+        }
     }
 
     if (host_len == 0) {
         return WEIR_DECLINED;
+    }
+
+    if (end < host->len) {
+
+        if (h[end] != ':') {
+            return WEIR_DECLINED;
+        }
+
+        port = 0;
+
+        for (i = end + 1; i < host->len; i++) {
+            ch = h[i];
+
+            if (ch < '0' || ch > '9') {
+                return WEIR_DECLINED;
+            }
+
+            port = port * 10 + (ch - '0');
+
+            if (port > 65535) {
+                return WEIR_DECLINED;
+            }
+        }
+
+        if (port == 0 && i > end + 1) {
+            return WEIR_DECLINED;
+        }
     }
 
     if (alloc) {

@@ -38,6 +38,7 @@ static weir_int_t weir_http_v1_process_request_line(weir_http_request_t *r);
 static weir_int_t weir_http_v1_process_header_line(weir_http_request_t *r);
 static weir_int_t weir_http_v1_process_request_header(
     weir_http_request_t *r);
+static weir_int_t weir_http_v1_check_buffered_body(weir_http_request_t *r);
 static void weir_http_v1_process_request(weir_http_request_t *r);
 static void weir_http_v1_head_error(weir_http_request_t *r,
     weir_int_t status, const char *reason);
@@ -976,7 +977,66 @@ weir_http_v1_process_request_header(weir_http_request_t *r)
                         == WEIR_HTTP_CONNECTION_KEEP_ALIVE);
     }
 
-    return WEIR_OK;
+    return weir_http_v1_check_buffered_body(r);
+}
+
+
+/*
+ * The part of a chunked body that came with the head is checked before
+ * the request runs. A handler that does not read the body (return, a
+ * static file, an error page) answers at once, and the discard that
+ * follows would find bad framing only after a 200 went out, or in the
+ * background: the client (or a hop that frames the body another way)
+ * would see an answer to a request weir should have refused. The bytes
+ * stay where they are: a scratch parser reads a copy of the buffer. The
+ * rest of the body, if any, is checked when it is read or discarded.
+ * WEIR_OK, or WEIR_ERROR when r was finalized with 400.
+ */
+
+static weir_int_t
+weir_http_v1_check_buffered_body(weir_http_request_t *r)
+{
+    off_t                 n;
+    weir_int_t            rc;
+    weir_buf_t            b;
+    weir_http_chunked_t   ctx;
+
+    if (!r->headers_in.chunked || r->header_in == NULL
+        || r->header_in->pos == r->header_in->last)
+    {
+        return WEIR_OK;
+    }
+
+    b = *r->header_in;
+    weir_memzero(&ctx, sizeof(weir_http_chunked_t));
+
+    for ( ;; ) {
+        rc = weir_http_parse_chunked(r, &b, &ctx);
+
+        if (rc == WEIR_OK) {
+            /* at least one data byte: every turn makes progress */
+            n = b.last - b.pos;
+            if (n > ctx.size) {
+                n = ctx.size;
+            }
+
+            b.pos += n;
+            ctx.size -= n;
+            continue;
+        }
+
+        if (rc == WEIR_HTTP_PARSE_TRAILER) {
+            continue;
+        }
+
+        if (rc == WEIR_DONE || rc == WEIR_AGAIN) {
+            return WEIR_OK;
+        }
+
+        weir_http_v1_head_error(r, WEIR_HTTP_BAD_REQUEST,
+                                "client sent invalid chunked body");
+        return WEIR_ERROR;
+    }
 }
 
 
