@@ -390,7 +390,10 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
 
     st = weir_pcalloc(r->pool, sizeof(weir_http_v1_stream_t));
     if (st == NULL) {
-        weir_destroy_pool(r->pool);
+        /* not logged (nothing was read), but out of the reading count
+         * and of the connection's log context, as any freed request */
+        r->logged = 1;
+        weir_http_free_request(r, 0);
         weir_http_close_connection(c);
         return;
     }
