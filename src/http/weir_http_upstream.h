@@ -499,9 +499,10 @@ weir_int_t weir_http_upstream_check_zones(weir_conf_t *cf,
  * balancer's init, it wraps u->peer.get/free/data.
  * Per worker, per group: at most N idle connections, a connection is
  * matched by peer address and pc->key (the TLS settings that made it:
- * the proxy_ssl module's upstream_key hook), hashed by both. An idle connection is closed after
- * keepalive_timeout (60s), after keepalive_requests (1000) requests, or
- * when the origin closes it or sends anything while idle.
+ * the proxy_ssl module's upstream_key hook), hashed by both. An idle
+ * connection is closed after keepalive_timeout (60s), after
+ * keepalive_requests (1000) requests, or when the origin closes it or
+ * sends anything while idle.
  */
 weir_int_t weir_http_upstream_keepalive_init_peer(weir_http_request_t *r,
     weir_http_upstream_srv_conf_t *us);

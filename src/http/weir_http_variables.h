@@ -84,4 +84,35 @@ weir_http_regex_t *weir_http_regex_compile(weir_conf_t *cf,
 weir_int_t weir_http_regex_exec(weir_http_request_t *r,
     weir_http_regex_t *re, weir_str_t *s);
 
+/*
+ * For the handlers of the core variables (weir_http_core_variables.c):
+ * the table weir_http_variables_add_core_vars registers, and the setters
+ * a handler fills its value with.
+ */
+/*
+ * The data a prefix variable's handler receives: the full name comes
+ * first, so that a handler may also read data as a weir_str_t *.
+ */
+typedef struct {
+    weir_str_t                   name;      /* "http_user_agent" */
+    weir_str_t                   suffix;    /* "user_agent" */
+    weir_uint_t                  token;     /* headers: WEIR_HTTP_HDR_* */
+} weir_http_variable_arg_t;
+
+extern weir_http_variable_t  weir_http_core_variables[];
+
+/* $http_* and $sent_http_*: their prefix entries' names are interned as
+ * header tokens (weir_http_variable_arg_t.token) */
+weir_int_t weir_http_variable_header_in(weir_http_request_t *r,
+    weir_http_variable_value_t *v, uintptr_t data);
+weir_int_t weir_http_variable_header_out(weir_http_request_t *r,
+    weir_http_variable_value_t *v, uintptr_t data);
+
+void weir_http_variable_set_value(weir_http_variable_value_t *v,
+    unsigned char *data, size_t len);
+void weir_http_variable_set_not_found(weir_http_variable_value_t *v);
+/* formats (at most 63 bytes) into request pool memory and sets v to it */
+weir_int_t weir_http_variable_printf(weir_http_request_t *r,
+    weir_http_variable_value_t *v, const char *fmt, ...) WEIR_PRINTF(3, 4);
+
 #endif /* _WEIR_HTTP_VARIABLES_H_INCLUDED_ */
