@@ -1188,7 +1188,13 @@ weir_http_upstream_may_retry(weir_http_upstream_t *u, weir_uint_t ft)
         return 0;
     }
 
-    if (u->peer.tries == 0) {
+    /*
+     * peer.tries counts the attempts the balancer has left, the current
+     * one until its peer is freed: a bad status is judged while the peer
+     * is held, so it needs another attempt beyond this one, or the
+     * answer in hand is the one relayed (as nginx's "peer.tries > 1").
+     */
+    if (u->peer.tries <= (weir_uint_t) (ctx->peer_held ? 1 : 0)) {
         return 0;
     }
 
