@@ -4,8 +4,12 @@ proxy_next_upstream relays once no attempt is left, add_header's
 special headers seen by the conditional and range filters, and the
 reason phrases weir writes. Each test says what nginx does."""
 
+import calendar
+import os
+
 import pytest
 
+import test_http_modules as modules
 from test_proxy import access_lines, get, start, upstream
 
 
@@ -157,3 +161,111 @@ def test_next_upstream_exhausted_then_intercepted(make_origin, weir):
     r = get(port, "/x")
     assert r.status == 404 and r.body == b"page\n", r
     assert len(a.requests) == 1 and len(b.requests) == 1
+
+
+# ---- add_header Last-Modified / ETag on static files
+
+FILE_DATE = "Wed, 01 Jan 2020 00:00:00 GMT"
+NEW_DATE = "Sat, 01 Jan 2022 00:00:00 GMT"
+
+
+def static_site(weir):
+    """weir serving the same 10-byte file (mtime FILE_DATE) under /plain/,
+    /rm/ (Last-Modified and ETag removed), /rep/ (Last-Modified
+    replaced by NEW_DATE), /tag/ (ETag replaced by "my") and /multi/
+    (Cache-Control and Link). Returns the port."""
+    port = weir.port()
+    html = modules.http_conf(weir, port, (
+        "        location /rm/ { add_header Last-Modified \"\";\n"
+        "            add_header ETag \"\"; }\n"
+        "        location /rep/ {\n"
+        "            add_header Last-Modified \"%s\"; }\n"
+        "        location /tag/ { add_header ETag '\"my\"'; }\n"
+        "        location /multi/ { add_header Cache-Control no-store;\n"
+        "            add_header Cache-Control \"\";\n"
+        "            add_header Link \"<a>\"; add_header Link \"<b>\"; }\n"
+        % NEW_DATE))
+    t = calendar.timegm((2020, 1, 1, 0, 0, 0))
+    for d in ("plain", "rm", "rep", "tag", "multi"):
+        os.makedirs(os.path.join(html, d))
+        f = os.path.join(html, d, "f.txt")
+        with open(f, "w") as fp:
+            fp.write("0123456789")
+        os.utime(f, (t, t))
+    modules.start(weir, port)
+    return port
+
+
+def test_add_header_empty_removes_last_modified_and_etag(weir):
+    """nginx: an empty add_header Last-Modified or ETag removes the
+    response's own (ngx_http_set_last_modified clears the time too)."""
+    port = static_site(weir)
+    r = get(port, "/plain/f.txt")
+    assert r.header("last-modified") == FILE_DATE and r.header("etag")
+    r = get(port, "/rm/f.txt")
+    assert r.status == 200 and r.body == b"0123456789"
+    assert r.header_all("last-modified") == [], r
+    assert r.header_all("etag") == [], r
+    # nothing to hold If-Range to: the whole file, as nginx
+    r = get(port, "/rm/f.txt", headers=[("Range", "bytes=0-1"),
+                                       ("If-Range", FILE_DATE)])
+    assert r.status == 200 and r.body == b"0123456789", r
+    r = get(port, "/rm/f.txt", headers=[("Range", "bytes=0-1")])
+    assert r.status == 206 and r.body == b"01", r
+
+
+def test_add_header_replaced_last_modified_and_if_range(weir):
+    """nginx: add_header Last-Modified replaces the header and the time
+    If-Range is compared with (the headers filter runs before the range
+    filter), so the date the client was given gets its range."""
+    port = static_site(weir)
+    r = get(port, "/rep/f.txt")
+    assert r.header_all("last-modified") == [NEW_DATE], r
+    r = get(port, "/rep/f.txt", headers=[("Range", "bytes=0-1"),
+                                        ("If-Range", NEW_DATE)])
+    assert r.status == 206 and r.body == b"01", r
+    assert r.header_all("last-modified") == [NEW_DATE], r
+    r = get(port, "/rep/f.txt", headers=[("Range", "bytes=0-1"),
+                                        ("If-Range", FILE_DATE)])
+    assert r.status == 200 and r.body == b"0123456789", r
+
+
+def test_add_header_replaced_last_modified_and_if_modified_since(weir):
+    """nginx's not_modified filter runs before add_header: it compares
+    If-Modified-Since with the file's time, not the replaced one (nginx
+    1.22 answers 304 for FILE_DATE, 200 for NEW_DATE); the 304 carries
+    the replaced header."""
+    port = static_site(weir)
+    r = get(port, "/rep/f.txt", headers=[("If-Modified-Since", FILE_DATE)])
+    assert r.status == 304, r
+    assert r.header_all("last-modified") == [NEW_DATE], r
+    r = get(port, "/rep/f.txt", headers=[("If-Modified-Since", NEW_DATE)])
+    assert r.status == 200 and r.body == b"0123456789", r
+
+
+def test_add_header_replaced_etag(weir):
+    """One ETag, the configured one; If-Range compares with it,
+    If-None-Match with the file's (as nginx 1.22)."""
+    port = static_site(weir)
+    own = get(port, "/plain/f.txt").header("etag")
+    r = get(port, "/tag/f.txt")
+    assert r.header_all("etag") == ['"my"'], r
+    r = get(port, "/tag/f.txt", headers=[("Range", "bytes=0-1"),
+                                        ("If-Range", '"my"')])
+    assert r.status == 206 and r.body == b"01", r
+    r = get(port, "/tag/f.txt", headers=[("Range", "bytes=0-1"),
+                                        ("If-Range", own)])
+    assert r.status == 200, r
+    r = get(port, "/tag/f.txt", headers=[("If-None-Match", own)])
+    assert r.status == 304 and r.header_all("etag") == ['"my"'], r
+    r = get(port, "/tag/f.txt", headers=[("If-None-Match", '"my"')])
+    assert r.status == 200, r
+
+
+def test_add_header_cache_control_and_link_add_lines(weir):
+    """Cache-Control and Link are lists in nginx: each add_header adds
+    a line, an empty value adds none."""
+    port = static_site(weir)
+    r = get(port, "/multi/f.txt")
+    assert r.header_all("cache-control") == ["no-store"], r
+    assert r.header_all("link") == ["<a>", "<b>"], r
