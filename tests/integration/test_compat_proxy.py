@@ -10,7 +10,7 @@ import os
 import pytest
 
 import test_http_modules as modules
-from test_proxy import access_lines, get, start, upstream
+from test_proxy import Client, access_lines, get, start, upstream
 
 
 def answer(make_origin, name, status, headers=()):
@@ -269,3 +269,52 @@ def test_add_header_cache_control_and_link_add_lines(weir):
     r = get(port, "/multi/f.txt")
     assert r.header_all("cache-control") == ["no-store"], r
     assert r.header_all("link") == ["<a>", "<b>"], r
+
+
+# ---- reason phrases
+
+# weir's phrase (RFC 9110) where nginx 1.22's differs or is missing;
+# docs/compatibility.md lists them all. A change here is deliberate.
+PHRASES = {
+    302: "Found",                       # nginx: Moved Temporarily
+    405: "Method Not Allowed",          # nginx: Not Allowed
+    413: "Content Too Large",           # nginx: Request Entity Too Large
+    414: "URI Too Long",                # nginx: Request-URI Too Large
+    416: "Range Not Satisfiable",       # nginx: Requested Range Not ...
+    503: "Service Unavailable",         # nginx: Service Temporarily ...
+    504: "Gateway Timeout",             # nginx: Gateway Time-out
+    431: "Request Header Fields Too Large",     # nginx: none
+}
+
+
+def status_line(port, target, method="GET"):
+    """The status line of weir's answer to one request, as sent."""
+    with Client(port) as c:
+        c.send(("%s %s HTTP/1.1\r\nHost: client.example\r\n"
+                "Connection: close\r\n\r\n" % (method, target)).encode())
+        return c._line().decode("latin-1")
+
+
+def test_reason_phrases_are_rfc9110(weir):
+    port = start(weir, server="".join(
+        "        location = /%d { return %d; }\n" % (code, code)
+        for code in PHRASES))
+    for code, phrase in PHRASES.items():
+        assert status_line(port, "/%d" % code) \
+            == "HTTP/1.1 %d %s" % (code, phrase)
+        # the built-in page says the same
+        with Client(port) as c:
+            r = c.request("GET", "/%d" % code)
+            if code != 302:
+                assert ("<title>%d %s</title>" % (code, phrase)).encode() \
+                    in r.body, r
+
+
+def test_reason_phrase_of_the_origin_is_relayed(make_origin, weir):
+    """A relayed answer keeps the origin's status line, as nginx."""
+    def handler(req, w):
+        w.respond(405, [], b"no\n", reason="Not Allowed")
+
+    o = make_origin(name="a", handler=handler)
+    port = start(weir, o)
+    assert status_line(port, "/x") == "HTTP/1.1 405 Not Allowed"
