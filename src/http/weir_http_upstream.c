@@ -1188,7 +1188,13 @@ weir_http_upstream_may_retry(weir_http_upstream_t *u, weir_uint_t ft)
         return 0;
     }
 
-    if (u->peer.tries == 0) {
+    /*
+     * peer.tries counts the attempts the balancer has left, the current
+     * one until its peer is freed: a bad status is judged while the peer
+     * is held, so it needs another attempt beyond this one, or the
+     * answer in hand is the one relayed (as nginx's "peer.tries > 1").
+     */
+    if (u->peer.tries <= (weir_uint_t) (ctx->peer_held ? 1 : 0)) {
         return 0;
     }
 
@@ -2354,7 +2360,7 @@ weir_http_upstream_head_done(weir_http_upstream_t *u)
     weir_buf_t                *b;
     weir_list_part_t          *part;
     weir_connection_t         *c, *cc;
-    weir_http_header_t        *h, *t;
+    weir_http_header_t        *h, *t, *ho;
     weir_http_request_t       *r;
     weir_http_upstream_ctx_t  *ctx;
 
@@ -2403,6 +2409,52 @@ weir_http_upstream_head_done(weir_http_upstream_t *u)
     if (u->conf->intercept_errors && status >= WEIR_HTTP_SPECIAL_RESPONSE
         && weir_http_upstream_has_error_page(r, status))
     {
+        /* as nginx: the page replaces the origin's answer, but a 401
+         * without the origin's challenges cannot be answered */
+        if (status == WEIR_HTTP_UNAUTHORIZED) {
+            t = NULL;
+            part = &u->headers_in.headers.part;
+            h = part->elts;
+
+            for (i = 0; /* void */ ; i++) {
+
+                if (i >= part->nelts) {
+                    if (part->next == NULL) {
+                        break;
+                    }
+
+                    part = part->next;
+                    h = part->elts;
+                    i = 0;
+                }
+
+                if (h[i].hash == 0
+                    || h[i].token != WEIR_HTTP_HDR_WWW_AUTHENTICATE)
+                {
+                    continue;
+                }
+
+                ho = weir_list_push(&r->headers_out.headers);
+                if (ho == NULL) {
+                    weir_http_upstream_finalize(u,
+                                            WEIR_HTTP_INTERNAL_SERVER_ERROR);
+                    return;
+                }
+
+                *ho = h[i];
+                ho->next = NULL;
+
+                if (t == NULL) {
+                    r->headers_out.www_authenticate = ho;
+
+                } else {
+                    t->next = ho;
+                }
+
+                t = ho;
+            }
+        }
+
         u->peer.keepalive = 0;
         weir_http_upstream_finalize(u, status);
         return;
@@ -2476,8 +2528,6 @@ weir_http_upstream_head_done(weir_http_upstream_t *u)
             return;
         }
     }
-
-    (void) part; (void) h; (void) t; (void) i;
 
     weir_http_upstream_process(u);
 }

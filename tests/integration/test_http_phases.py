@@ -53,7 +53,7 @@ EXPECTED = {
     "precontent": ["try_files(500)"],
     "content": ["index(800)", "static(900)", "core(100000)"],
     "log": ["log(100)"],
-    "header filters": ["not_modified", "range", "headers", "protocol"],
+    "header filters": ["not_modified", "headers", "range", "protocol"],
     "body filters": ["range", "protocol"],
     "request body filters": ["save"],
 }

@@ -6,14 +6,24 @@
  * "add_header name value [always]": adds a response header (the value may
  * hold variables) to successful and redirect responses, or to every
  * response with "always". As in nginx, a level inherits the add_header
- * list of the level above only when it defines none itself.
+ * list of the level above only when it defines none itself, and
+ * Last-Modified and ETag replace the response's own (an empty value
+ * removes it): the filter runs after the conditional requests and
+ * before the ranges, so If-Range compares with the replaced value and
+ * If-Modified-Since or If-None-Match with the file's, as in nginx.
  */
+
+
+#define WEIR_HTTP_HEADERS_ADD            0
+#define WEIR_HTTP_HEADERS_LAST_MODIFIED  1
+#define WEIR_HTTP_HEADERS_ETAG           2
 
 
 typedef struct {
     weir_str_t                   name;      /* NUL-terminated */
     weir_http_complex_value_t    value;
     weir_uint_t                  always;
+    weir_uint_t                  set;       /* WEIR_HTTP_HEADERS_* */
 } weir_http_header_val_t;
 
 
@@ -23,6 +33,8 @@ typedef struct {
 
 
 static weir_int_t weir_http_headers_filter(weir_http_request_t *r);
+static weir_int_t weir_http_headers_set(weir_http_request_t *r,
+    weir_http_header_val_t *hv, weir_str_t *value);
 static void *weir_http_headers_create_conf(weir_conf_t *cf);
 static char *weir_http_headers_merge_conf(weir_conf_t *cf, void *parent,
     void *child);
@@ -48,7 +60,7 @@ static weir_http_header_filter_pt  weir_http_next_header_filter;
 
 
 static weir_http_header_filter_decl_t  weir_http_headers_filters[] = {
-    { "headers", 400, weir_http_headers_filter,
+    { "headers", 250, weir_http_headers_filter,
       &weir_http_next_header_filter },
     { NULL, 0, NULL, NULL }
 };
@@ -138,6 +150,14 @@ weir_http_headers_filter(weir_http_request_t *r)
             return WEIR_ERROR;
         }
 
+        if (h[i].set != WEIR_HTTP_HEADERS_ADD) {
+            if (weir_http_headers_set(r, &h[i], &value) != WEIR_OK) {
+                return WEIR_ERROR;
+            }
+
+            continue;
+        }
+
         /* an empty value adds nothing, so that a variable can turn the
          * header off */
         if (value.len == 0) {
@@ -153,6 +173,43 @@ weir_http_headers_filter(weir_http_request_t *r)
     }
 
     return weir_http_next_header_filter(r);
+}
+
+
+/* Last-Modified, ETag: the response's own is replaced in place (an
+ * empty value removes it); a Last-Modified also sets the time the range
+ * filter compares If-Range with (-1: none, or not a date) */
+
+static weir_int_t
+weir_http_headers_set(weir_http_request_t *r, weir_http_header_val_t *hv,
+    weir_str_t *value)
+{
+    weir_http_header_t  **old;
+
+    if (hv->set == WEIR_HTTP_HEADERS_LAST_MODIFIED) {
+        old = &r->headers_out.last_modified;
+        r->headers_out.last_modified_time =
+            value->len ? weir_parse_http_time(value->data, value->len) : -1;
+
+    } else {
+        old = &r->headers_out.etag;
+    }
+
+    if (value->len == 0) {
+        weir_http_clear_header_out(old);
+        return WEIR_OK;
+    }
+
+    if (*old) {
+        /* the configured spelling, as a new one would have */
+        (*old)->key = hv->name;
+        (*old)->value = *value;
+        return WEIR_OK;
+    }
+
+    *old = weir_http_add_header_out(r, (const char *) hv->name.data, value);
+
+    return (*old == NULL) ? WEIR_ERROR : WEIR_OK;
 }
 
 
@@ -239,6 +296,20 @@ weir_http_headers_add(weir_conf_t *cf, weir_command_t *cmd, void *conf)
     }
 
     hv->always = 0;
+    hv->set = WEIR_HTTP_HEADERS_ADD;
+
+    if (value[1].len == sizeof("Last-Modified") - 1
+        && weir_strncasecmp(value[1].data, (unsigned char *) "last-modified",
+                            value[1].len) == 0)
+    {
+        hv->set = WEIR_HTTP_HEADERS_LAST_MODIFIED;
+
+    } else if (value[1].len == sizeof("ETag") - 1
+               && weir_strncasecmp(value[1].data, (unsigned char *) "etag",
+                                   value[1].len) == 0)
+    {
+        hv->set = WEIR_HTTP_HEADERS_ETAG;
+    }
 
     if (cf->args->nelts == 4) {
         if (!weir_str_eq_lit(&value[3], "always")) {
