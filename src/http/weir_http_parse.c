@@ -11,8 +11,12 @@
  * buffer (moving it to a larger one moves the pointers too), so a
  * pointer saved on an earlier call still points at the same bytes.
  *
- * Lines end with CRLF, always: a bare LF or a CR not followed by LF is
- * an error (docs/http/parser.md says why).
+ * The request line, header lines and the status line end with CRLF or,
+ * unless r->strict_line_endings is set, with a bare LF (RFC 9112 2.2);
+ * a CR not followed by LF is always an error. Chunk-size lines, the CRLF
+ * after chunk data and trailer lines take CRLF only: that is where two
+ * parsers that disagree on a line end disagree on where a body ends
+ * (docs/http/parser.md says why).
  */
 
 
@@ -180,6 +184,11 @@ weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
         case sw_rl_start:
             if (c == '\r') {
                 state = sw_rl_start_lf;
+                break;
+            }
+
+            if (c == '\n' && !r->strict_line_endings) {
+                /* an empty line ended by a bare LF */
                 break;
             }
 
@@ -502,6 +511,11 @@ weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
             break;
 
         case sw_rl_cr:
+            if (c == '\n' && !r->strict_line_endings) {
+                r->request_end = p;
+                goto request_line_done;
+            }
+
             if (c != '\r') {
                 goto invalid;
             }
@@ -514,6 +528,8 @@ weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
             if (c != '\n') {
                 goto invalid;
             }
+
+        request_line_done:
 
             b->pos = p + 1;
             r->state = sw_rl_start;
@@ -746,6 +762,11 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
                 break;
             }
 
+            if (ch == '\n' && !r->strict_line_endings) {
+                r->header_end = p;
+                goto header_done;
+            }
+
             /* obs-fold, or whitespace before the first field name */
             if (!weir_http_is(ch, WEIR_HTTP_C_TCHAR)) {
                 goto invalid;
@@ -799,6 +820,12 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
                 break;
             }
 
+            if (ch == '\n' && !r->strict_line_endings) {
+                r->header_start = p;
+                r->header_end = p;
+                goto line_done;
+            }
+
             if (!weir_http_is(ch, WEIR_HTTP_C_VALUE)) {
                 goto invalid;
             }
@@ -828,6 +855,11 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
                 break;
             }
 
+            if (ch == '\n' && !r->strict_line_endings) {
+                r->header_end = p;
+                goto line_done;
+            }
+
             goto invalid;
 
         case sw_hl_space_after_value:
@@ -838,6 +870,10 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
             if (ch == '\r') {
                 state = sw_hl_lf;
                 break;
+            }
+
+            if (ch == '\n' && !r->strict_line_endings) {
+                goto line_done;
             }
 
             if (!weir_http_is(ch, WEIR_HTTP_C_VALUE)) {
@@ -852,6 +888,8 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
                 goto invalid;
             }
 
+        line_done:
+
             b->pos = p + 1;
             r->state = sw_hl_start;
             r->header_hash = hash;
@@ -863,6 +901,8 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
             if (ch != '\n') {
                 goto invalid;
             }
+
+        header_done:
 
             b->pos = p + 1;
             r->state = sw_hl_start;
@@ -1672,12 +1712,22 @@ weir_http_parse_status_line(weir_http_request_t *r, weir_buf_t *b,
                 break;
             }
 
+            if (c == '\n' && !r->strict_line_endings) {
+                status->end = p;
+                goto status_line_done;
+            }
+
             goto invalid;
 
         case sw_sl_reason:
             if (weir_http_is(c, WEIR_HTTP_C_VALUE) || c == ' ' || c == '\t')
             {
                 break;
+            }
+
+            if (c == '\n' && !r->strict_line_endings) {
+                status->end = p;
+                goto status_line_done;
             }
 
             if (c != '\r') {
@@ -1692,6 +1742,8 @@ weir_http_parse_status_line(weir_http_request_t *r, weir_buf_t *b,
             if (c != '\n') {
                 goto invalid;
             }
+
+        status_line_done:
 
             b->pos = p + 1;
             r->state = sw_sl_start;
