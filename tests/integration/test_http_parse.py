@@ -70,7 +70,7 @@ REJECTED = [
     # (name, request bytes, status)
     ("cr alone request line", b"GET / HTTP/1.1\rHost: a\r\n\r\n", 400),
     ("cr alone header", b"GET / HTTP/1.1\r\nHost: a\r\r\n", 400),
-    ("fragment", b"GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+    ("ctl in fragment", b"GET /a#b\x01 HTTP/1.1\r\nHost: a\r\n\r\n", 400),
     ("tab in target", b"GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n", 400),
     ("encoded dots above root",
      b"GET /a/%2e%2e/%2E%2E/b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
@@ -109,6 +109,10 @@ NORMALIZED = [
     (b"/a%3Fb?c", b"u:/a?b a:c"),
     (b"/a/..", b"u:/ a:"),
     (b"http://a/b/../c?d", b"u:/c a:d"),
+    (b"/a/b/.#frag", b"u:/a/b/ a:"),
+    (b"/a?b#c", b"u:/a a:b"),
+    (b"http://a?b", b"u:/ a:b"),
+    (b"http://a:/b", b"u:/b a:"),
 ]
 
 
