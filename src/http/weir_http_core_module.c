@@ -182,6 +182,13 @@ static weir_command_t  weir_http_core_commands[] = {
       offsetof(weir_http_core_srv_conf_t, underscores_in_headers),
       NULL },
 
+    { weir_string("strict_line_endings"),
+      WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_CONF_FLAG,
+      weir_conf_set_flag_slot,
+      WEIR_HTTP_SRV_CONF_OFFSET,
+      offsetof(weir_http_core_srv_conf_t, strict_line_endings),
+      NULL },
+
     { weir_string("location"),
       WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF|WEIR_CONF_BLOCK
       |WEIR_CONF_TAKE12,
@@ -613,6 +620,7 @@ weir_http_core_create_srv_conf(weir_conf_t *cf)
     cscf->ignore_invalid_headers = WEIR_CONF_UNSET;
     cscf->merge_slashes = WEIR_CONF_UNSET;
     cscf->underscores_in_headers = WEIR_CONF_UNSET;
+    cscf->strict_line_endings = WEIR_CONF_UNSET;
     cscf->max_headers = WEIR_CONF_UNSET_UINT;
 
     if (cf->conf_file) {
@@ -660,6 +668,8 @@ weir_http_core_merge_srv_conf(weir_conf_t *cf, void *parent, void *child)
     weir_conf_merge_value(conf->merge_slashes, prev->merge_slashes, 1);
     weir_conf_merge_value(conf->underscores_in_headers,
                           prev->underscores_in_headers, 0);
+    weir_conf_merge_value(conf->strict_line_endings,
+                          prev->strict_line_endings, 0);
     weir_conf_merge_uint_value(conf->max_headers, prev->max_headers, 100);
 
     if (conf->server_names.nelts == 0) {

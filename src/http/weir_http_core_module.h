@@ -114,6 +114,7 @@ typedef struct {
     weir_flag_t                  ignore_invalid_headers;
     weir_flag_t                  merge_slashes;
     weir_flag_t                  underscores_in_headers;
+    weir_flag_t                  strict_line_endings;
     weir_uint_t                  max_headers;
 
     unsigned                     listen:1;

@@ -11,8 +11,12 @@
  * buffer (moving it to a larger one moves the pointers too), so a
  * pointer saved on an earlier call still points at the same bytes.
  *
- * Lines end with CRLF, always: a bare LF or a CR not followed by LF is
- * an error (docs/http/parser.md says why).
+ * The request line, header lines and the status line end with CRLF or,
+ * unless r->strict_line_endings is set, with a bare LF (RFC 9112 2.2);
+ * a CR not followed by LF is always an error. Chunk-size lines, the CRLF
+ * after chunk data and trailer lines take CRLF only: that is where two
+ * parsers that disagree on a line end disagree on where a body ends
+ * (docs/http/parser.md says why).
  */
 
 
@@ -141,6 +145,7 @@ enum {
     sw_rl_after_slash,
     sw_rl_path,
     sw_rl_args,
+    sw_rl_fragment,
     sw_rl_http_H,
     sw_rl_http_HT,
     sw_rl_http_HTT,
@@ -160,7 +165,10 @@ enum {
  * Empty lines (CRLF) before the request line are skipped (RFC 9112
  * 2.2). The target is origin-form, absolute-form (http or https),
  * authority-form for CONNECT only (uri_start .. uri_end then hold
- * "host:port") or "*" for OPTIONS only.
+ * "host:port") or "*" for OPTIONS only. A fragment ("#..." after the
+ * path or the query) is checked and dropped: uri_end is where it
+ * starts, so nothing after the '#' reaches r->uri, r->args,
+ * r->unparsed_uri or an origin.
  */
 weir_int_t
 weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
@@ -180,6 +188,11 @@ weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
         case sw_rl_start:
             if (c == '\r') {
                 state = sw_rl_start_lf;
+                break;
+            }
+
+            if (c == '\n' && !r->strict_line_endings) {
+                /* an empty line ended by a bare LF */
                 break;
             }
 
@@ -336,6 +349,13 @@ weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
                 break;
             }
 
+            if (p == r->port_start && r->method != WEIR_HTTP_CONNECT) {
+                /* "http://host:/": an empty port is no port (RFC 3986
+                 * 3.2.3 and 6.2.3), so the authority is "host" */
+                r->port_start = NULL;
+                goto after_authority;
+            }
+
             if (weir_http_check_port(r->port_start, p) != WEIR_OK) {
                 goto invalid;
             }
@@ -352,17 +372,7 @@ weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
                 break;
             }
 
-            if (c == '/') {
-                r->uri_start = p;
-                state = sw_rl_after_slash;
-                break;
-            }
-
-            if (c == ' ') {
-                goto empty_path;
-            }
-
-            goto invalid;
+            goto after_authority;
 
         case sw_rl_asterisk:
             if (c != ' ') {
@@ -403,6 +413,10 @@ weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
                 r->args_start = p + 1;
                 state = sw_rl_args;
                 break;
+            case '#':
+                r->uri_end = p;
+                state = sw_rl_fragment;
+                break;
             case ' ':
                 r->uri_end = p;
                 state = sw_rl_http_H;
@@ -422,8 +436,34 @@ weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
                 break;
             }
 
+            if (c == '#') {
+                r->uri_end = p;
+                state = sw_rl_fragment;
+                break;
+            }
+
             /* the args are kept as received: '%' is not checked here */
             if (c == '?' || c == '/' || weir_http_is(c, WEIR_HTTP_C_PATH)) {
+                break;
+            }
+
+            goto invalid;
+
+        case sw_rl_fragment:
+            /*
+             * RFC 9112 3.2: a target has no fragment, but clients send
+             * one (nginx takes it): the query's characters (and '#',
+             * which nothing after the first one reads), never CTLs or
+             * a space inside
+             */
+            if (c == ' ') {
+                state = sw_rl_http_H;
+                break;
+            }
+
+            if (c == '?' || c == '/' || c == '#'
+                || weir_http_is(c, WEIR_HTTP_C_PATH))
+            {
                 break;
             }
 
@@ -502,6 +542,11 @@ weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
             break;
 
         case sw_rl_cr:
+            if (c == '\n' && !r->strict_line_endings) {
+                r->request_end = p;
+                goto request_line_done;
+            }
+
             if (c != '\r') {
                 goto invalid;
             }
@@ -514,6 +559,8 @@ weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
             if (c != '\n') {
                 goto invalid;
             }
+
+        request_line_done:
 
             b->pos = p + 1;
             r->state = sw_rl_start;
@@ -546,25 +593,35 @@ weir_http_parse_request_line(weir_http_request_t *r, weir_buf_t *b)
             goto invalid;
         }
 
+    after_authority:
+
+        /* after the host or the port of an absolute-form target */
+
         if (c == '/') {
             r->uri_start = p;
             state = sw_rl_after_slash;
             continue;
         }
 
-        if (c == ' ') {
-            goto empty_path;
+        if (c == '?') {
+            /* "http://host?a": the path is "/" (RFC 9112 3.2.2), the
+             * query "a"; r->unparsed_uri is "?a" as in nginx */
+            r->empty_path_in_uri = 1;
+            r->uri_start = p;
+            r->args_start = p + 1;
+            state = sw_rl_args;
+            continue;
         }
 
-        goto invalid;
-
-    empty_path:
+        if (c != ' ' && c != '#') {
+            goto invalid;
+        }
 
         /* "http://host HTTP/1.1": the path is "/" */
         r->empty_path_in_uri = 1;
         r->uri_start = p;
         r->uri_end = p;
-        state = sw_rl_http_H;
+        state = (c == ' ') ? sw_rl_http_H : sw_rl_fragment;
     }
 
     b->pos = p;
@@ -680,8 +737,9 @@ weir_http_request_line_done(weir_http_request_t *r)
     r->unparsed_uri.data = r->uri_start;
     r->unparsed_uri.len = r->uri_end - r->uri_start;
 
-    r->http_protocol.data = r->uri_end + 1;
-    r->http_protocol.len = r->request_end - (r->uri_end + 1);
+    /* "HTTP/x.y" ends the line; a dropped fragment may follow uri_end */
+    r->http_protocol.len = sizeof("HTTP/1.1") - 1;
+    r->http_protocol.data = r->request_end - r->http_protocol.len;
 
     if (r->args_start) {
         r->args.data = r->args_start;
@@ -746,6 +804,11 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
                 break;
             }
 
+            if (ch == '\n' && !r->strict_line_endings) {
+                r->header_end = p;
+                goto header_done;
+            }
+
             /* obs-fold, or whitespace before the first field name */
             if (!weir_http_is(ch, WEIR_HTTP_C_TCHAR)) {
                 goto invalid;
@@ -799,6 +862,12 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
                 break;
             }
 
+            if (ch == '\n' && !r->strict_line_endings) {
+                r->header_start = p;
+                r->header_end = p;
+                goto line_done;
+            }
+
             if (!weir_http_is(ch, WEIR_HTTP_C_VALUE)) {
                 goto invalid;
             }
@@ -828,6 +897,11 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
                 break;
             }
 
+            if (ch == '\n' && !r->strict_line_endings) {
+                r->header_end = p;
+                goto line_done;
+            }
+
             goto invalid;
 
         case sw_hl_space_after_value:
@@ -838,6 +912,10 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
             if (ch == '\r') {
                 state = sw_hl_lf;
                 break;
+            }
+
+            if (ch == '\n' && !r->strict_line_endings) {
+                goto line_done;
             }
 
             if (!weir_http_is(ch, WEIR_HTTP_C_VALUE)) {
@@ -852,6 +930,8 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
                 goto invalid;
             }
 
+        line_done:
+
             b->pos = p + 1;
             r->state = sw_hl_start;
             r->header_hash = hash;
@@ -863,6 +943,8 @@ weir_http_parse_header_line(weir_http_request_t *r, weir_buf_t *b,
             if (ch != '\n') {
                 goto invalid;
             }
+
+        header_done:
 
             b->pos = p + 1;
             r->state = sw_hl_start;
@@ -1672,12 +1754,22 @@ weir_http_parse_status_line(weir_http_request_t *r, weir_buf_t *b,
                 break;
             }
 
+            if (c == '\n' && !r->strict_line_endings) {
+                status->end = p;
+                goto status_line_done;
+            }
+
             goto invalid;
 
         case sw_sl_reason:
             if (weir_http_is(c, WEIR_HTTP_C_VALUE) || c == ' ' || c == '\t')
             {
                 break;
+            }
+
+            if (c == '\n' && !r->strict_line_endings) {
+                status->end = p;
+                goto status_line_done;
             }
 
             if (c != '\r') {
@@ -1692,6 +1784,8 @@ weir_http_parse_status_line(weir_http_request_t *r, weir_buf_t *b,
             if (c != '\n') {
                 goto invalid;
             }
+
+        status_line_done:
 
             b->pos = p + 1;
             r->state = sw_sl_start;

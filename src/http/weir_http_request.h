@@ -416,6 +416,9 @@ struct weir_http_request_s {
     unsigned                     quoted_uri:1;
     unsigned                     plus_in_uri:1;
     unsigned                     empty_path_in_uri:1;
+    unsigned                     strict_line_endings:1; /* HTTP/1 parsers:
+                                                           CRLF only, no
+                                                           bare LF */
     unsigned                     invalid_header:1;
     unsigned                     add_uri_to_alias:1;
     unsigned                     valid_location:1;

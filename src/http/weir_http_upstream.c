@@ -347,6 +347,8 @@ weir_http_upstream_merge_conf(weir_conf_t *cf,
     weir_conf_merge_value(conf->pass_trailers, prev->pass_trailers, 1);
     weir_conf_merge_value(conf->socket_keepalive,
                           prev->socket_keepalive, 0);
+    weir_conf_merge_value(conf->strict_line_endings,
+                          prev->strict_line_endings, 0);
 
     weir_conf_merge_str_value(conf->module, prev->module, "proxy");
 

@@ -96,6 +96,9 @@ typedef struct {
     weir_flag_t                     ignore_client_abort;/* off */
     weir_flag_t                     pass_trailers;      /* on */
     weir_flag_t                     socket_keepalive;   /* off */
+    weir_flag_t                     strict_line_endings; /* off: a bare LF
+                                                            ends a line of
+                                                            an HTTP/1 head */
 
     /* response header names (lowercase) never relayed to the client, and
      * the ones relayed although hidden by default */

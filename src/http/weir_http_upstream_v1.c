@@ -695,6 +695,10 @@ weir_http_upstream_v1_process_header(weir_http_upstream_t *u)
         return WEIR_OK;
     }
 
+    /* the client's head is parsed already: the bit is the origin's now
+     * (proxy_strict_line_endings) */
+    r->strict_line_endings = u->conf->strict_line_endings ? 1 : 0;
+
     if (ctx->state == WEIR_HTTP_UPSTREAM_V1_STATUS) {
         rc = weir_http_upstream_v1_status_line(u, ctx);
         if (rc != WEIR_OK) {

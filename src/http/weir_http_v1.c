@@ -484,6 +484,11 @@ weir_http_v1_read_head(weir_http_request_t *r)
     c = r->connection;
     st = r->stream;
 
+    /* the whole head is parsed with the settings of the server that
+     * the address (or the SNI) selected: Host is looked up after it */
+    cscf = weir_http_get_module_srv_conf(r, weir_http_core_module);
+    r->strict_line_endings = cscf->strict_line_endings ? 1 : 0;
+
     for ( ;; ) {
 
         b = r->header_in;

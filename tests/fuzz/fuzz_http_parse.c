@@ -6,7 +6,8 @@
 /*
  * The HTTP/1 parser fuzzer. The first input byte chooses where the rest
  * is split (the head is fed in two steps, as two reads would deliver
- * it) and a few flags; the rest is a request head, optionally followed
+ * it) and a few flags (underscores, merge_slashes, a status line instead
+ * of a request, strict_line_endings); the rest is a request head, optionally followed
  * by a chunked body, or a status line. Everything is parsed the way the
  * HTTP/1 module does it: request line, header lines up to the empty
  * line, the complex URI normalizer into a buffer of exactly the size the
@@ -23,7 +24,8 @@ static void weir_fuzz_head(weir_pool_t *pool, const uint8_t *data,
     size_t size, size_t split, weir_uint_t flags);
 static void weir_fuzz_chunked(const uint8_t *data, size_t size,
     size_t split);
-static void weir_fuzz_status(const uint8_t *data, size_t size, size_t split);
+static void weir_fuzz_status(const uint8_t *data, size_t size, size_t split,
+    weir_uint_t flags);
 static void weir_fuzz_writer(weir_log_t *log, weir_uint_t level,
     unsigned char *buf, size_t len);
 
@@ -31,6 +33,7 @@ static void weir_fuzz_writer(weir_log_t *log, weir_uint_t level,
 #define WEIR_FUZZ_UNDERSCORES   0x01
 #define WEIR_FUZZ_MERGE         0x02
 #define WEIR_FUZZ_STATUS        0x04
+#define WEIR_FUZZ_STRICT        0x08
 
 
 static weir_log_t  weir_fuzz_log;
@@ -50,14 +53,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     weir_fuzz_log.log_level = WEIR_LOG_DEBUG;
     weir_fuzz_log.writer = weir_fuzz_writer;
 
-    flags = data[0] & 0x07;
-    split = (size - 1) * (data[0] >> 3) / 31;
+    flags = data[0] & 0x0f;
+    split = (size - 1) * (data[0] >> 4) / 15;
 
     data++;
     size--;
 
     if (flags & WEIR_FUZZ_STATUS) {
-        weir_fuzz_status(data, size, split);
+        weir_fuzz_status(data, size, split, flags);
         return 0;
     }
 
@@ -96,6 +99,7 @@ weir_fuzz_head(weir_pool_t *pool, const uint8_t *data, size_t size,
     memcpy(buf, data, size);
 
     r->pool = pool;
+    r->strict_line_endings = (flags & WEIR_FUZZ_STRICT) ? 1 : 0;
 
     weir_memzero(&b, sizeof(weir_buf_t));
     b.start = buf;
@@ -290,7 +294,8 @@ weir_fuzz_chunked(const uint8_t *data, size_t size, size_t split)
 
 
 static void
-weir_fuzz_status(const uint8_t *data, size_t size, size_t split)
+weir_fuzz_status(const uint8_t *data, size_t size, size_t split,
+    weir_uint_t flags)
 {
     unsigned char        *buf;
     weir_int_t            rc;
@@ -308,6 +313,7 @@ weir_fuzz_status(const uint8_t *data, size_t size, size_t split)
     }
 
     memcpy(buf, data, size);
+    r->strict_line_endings = (flags & WEIR_FUZZ_STRICT) ? 1 : 0;
     weir_memzero(&status, sizeof(weir_http_status_t));
     weir_memzero(&b, sizeof(weir_buf_t));
 

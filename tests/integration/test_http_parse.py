@@ -1,7 +1,8 @@
 """The HTTP/1 parser's own decisions, end to end (docs/http/parser.md):
-CRLF-only line ends, what the target may hold, the URI normalizer
-(decoding before dot segments, merge_slashes), absolute-form authority
-checks. The general malformed-request corpus is in test_http_v1.py."""
+no CR alone (bare LF line ends: test_http_line_endings.py), what the
+target may hold, the URI normalizer (decoding before dot segments,
+merge_slashes), absolute-form authority checks. The general
+malformed-request corpus is in test_http_v1.py."""
 
 import os
 import select
@@ -67,10 +68,9 @@ def exchange(port, data):
 
 REJECTED = [
     # (name, request bytes, status)
-    ("bare lf request line", b"GET / HTTP/1.1\nHost: a\r\n\r\n", 400),
-    ("bare lf header", b"GET / HTTP/1.1\r\nHost: a\n\r\n", 400),
-    ("bare lf end", b"GET / HTTP/1.1\r\nHost: a\r\n\n", 400),
-    ("fragment", b"GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+    ("cr alone request line", b"GET / HTTP/1.1\rHost: a\r\n\r\n", 400),
+    ("cr alone header", b"GET / HTTP/1.1\r\nHost: a\r\r\n", 400),
+    ("ctl in fragment", b"GET /a#b\x01 HTTP/1.1\r\nHost: a\r\n\r\n", 400),
     ("tab in target", b"GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n", 400),
     ("encoded dots above root",
      b"GET /a/%2e%2e/%2E%2E/b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
@@ -109,6 +109,10 @@ NORMALIZED = [
     (b"/a%3Fb?c", b"u:/a?b a:c"),
     (b"/a/..", b"u:/ a:"),
     (b"http://a/b/../c?d", b"u:/c a:d"),
+    (b"/a/b/.#frag", b"u:/a/b/ a:"),
+    (b"/a?b#c", b"u:/a a:b"),
+    (b"http://a?b", b"u:/ a:b"),
+    (b"http://a:/b", b"u:/b a:"),
 ]
 
 

@@ -161,7 +161,10 @@ RESPONSES = [
      b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
     ("space-before-colon", b"HTTP/1.1 200 OK\r\nContent-Length : 2\r\n"
      b"\r\nok"),
-    ("bare-lf", b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok"),
+    # a bare LF ends a line (test_http_line_endings.py), a CR alone never
+    ("cr-alone", b"HTTP/1.1 200 OK\rContent-Length: 2\r\n\r\nok"),
+    ("cr-alone-in-value", b"HTTP/1.1 200 OK\r\nX-A: a\rb\r\n"
+     b"Content-Length: 2\r\n\r\nok"),
     ("cl-overflow", b"HTTP/1.1 200 OK\r\n"
      b"Content-Length: 99999999999999999999999\r\n\r\nok"),
     ("http09", b"ok"),

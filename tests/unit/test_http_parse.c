@@ -20,10 +20,12 @@ typedef struct {
     const char   *in;
     size_t        len;
     const char   *trace;
+    weir_uint_t   strict;       /* r->strict_line_endings */
 } head_case_t;
 
 /* sizeof, not strlen: some inputs hold a NUL */
-#define H(in, trace)  { in, sizeof(in) - 1, trace }
+#define H(in, trace)   { in, sizeof(in) - 1, trace, 0 }
+#define HS(in, trace)  { in, sizeof(in) - 1, trace, 1 }
 
 
 typedef struct {
@@ -143,7 +145,7 @@ trace_header(trace_t *t, weir_http_request_t *r)
  */
 static void
 parse_head(const char *in, size_t n, size_t split, size_t step,
-    weir_uint_t allow_underscores, trace_t *t)
+    weir_uint_t allow_underscores, weir_uint_t strict, trace_t *t)
 {
     unsigned char         *data;
     weir_int_t             rc;
@@ -165,6 +167,7 @@ parse_head(const char *in, size_t n, size_t split, size_t step,
     }
 
     memcpy(data, in, n);
+    r->strict_line_endings = strict ? 1 : 0;
     weir_memzero(&b, sizeof(weir_buf_t));
     b.start = data;
     b.pos = data;
@@ -286,6 +289,44 @@ static head_case_t  head_cases[] = {
     H("GET /a:b@c;d=e,f HTTP/1.1\r\n\r\n",
       "m=2 u=/a:b@c;d=e,f v=1001; DONE"),
     H("GET / HTTP/1.2\r\n\r\n", "m=2 u=/ v=1002; DONE"),
+
+    /* a fragment is dropped: uri_end is at the '#' */
+    H("GET /a#frag HTTP/1.1\r\n\r\n", "m=2 u=/a v=1001; DONE"),
+    H("GET /foo/bar/.#frag HTTP/1.1\r\n\r\n",
+      "m=2 u=/foo/bar/. v=1001 C; DONE"),
+    H("GET /a.html#x.y HTTP/1.1\r\n\r\n",
+      "m=2 u=/a.html e=html v=1001; DONE"),
+    H("GET /a?b=1#c?d/e#f%zz\xc3\xa9 HTTP/1.1\r\n\r\n",
+      "m=2 u=/a?b=1 a=b=1 v=1001; DONE"),
+    H("GET /# HTTP/1.1\r\n\r\n", "m=2 u=/ v=1001; DONE"),
+    H("GET /a?# HTTP/1.1\r\n\r\n", "m=2 u=/a? a= v=1001; DONE"),
+    H("GET /a#b HTTP/1.1\nHost: h\n\n", "m=2 u=/a v=1001; Host=h; DONE"),
+    H("GET http://h/a#b HTTP/1.1\r\n\r\n",
+      "m=2 u=/a s=http h=h v=1001; DONE"),
+    H("GET http://h#b HTTP/1.1\r\n\r\n",
+      "m=2 u= s=http h=h v=1001 E; DONE"),
+    H("GET http://h:80#b HTTP/1.1\r\n\r\n",
+      "m=2 u= s=http h=h p=80 v=1001 E; DONE"),
+
+    /* absolute-form: a query without a path, an empty port */
+    H("GET http://h?x HTTP/1.1\r\n\r\n",
+      "m=2 u=?x a=x s=http h=h v=1001 E; DONE"),
+    H("GET http://h?x=/?#y HTTP/1.1\r\n\r\n",
+      "m=2 u=?x=/? a=x=/? s=http h=h v=1001 E; DONE"),
+    H("GET http://h? HTTP/1.1\r\n\r\n",
+      "m=2 u=? a= s=http h=h v=1001 E; DONE"),
+    H("GET http://[::1]?x HTTP/1.1\r\n\r\n",
+      "m=2 u=?x a=x s=http h=[::1] v=1001 E; DONE"),
+    H("GET http://h:/ HTTP/1.1\r\n\r\n",
+      "m=2 u=/ s=http h=h v=1001; DONE"),
+    H("GET http://h:/a?b HTTP/1.1\r\n\r\n",
+      "m=2 u=/a?b a=b s=http h=h v=1001; DONE"),
+    H("GET http://h: HTTP/1.1\r\n\r\n",
+      "m=2 u= s=http h=h v=1001 E; DONE"),
+    H("GET http://h:?x HTTP/1.1\r\n\r\n",
+      "m=2 u=?x a=x s=http h=h v=1001 E; DONE"),
+    H("GET http://[::1]:/ HTTP/1.1\r\n\r\n",
+      "m=2 u=/ s=http h=[::1] v=1001; DONE"),
     H("GET / HTTP/1.1\r\nA: b\r\nC:d\r\nE:\t f \t\r\nG:\r\nH:  \r\n\r\n",
       "m=2 u=/ v=1001; A=b; C=d; E=f; G=; H=; DONE"),
     H("GET / HTTP/1.1\r\nX-A: a b\tc\r\n\r\n",
@@ -321,17 +362,27 @@ static head_case_t  head_cases[] = {
     H("GET /a\x01 HTTP/1.1\r\n\r\n", "E10"),
     H("GET /a\x7f HTTP/1.1\r\n\r\n", "E10"),
     H("GET /a\tb HTTP/1.1\r\n\r\n", "E10"),
-    H("GET /a#frag HTTP/1.1\r\n\r\n", "E10"),
+    H("GET /a\x01#b HTTP/1.1\r\n\r\n", "E10"),
+    H("GET /a#b\x01 HTTP/1.1\r\n\r\n", "E10"),
+    H("GET /a#b\x7f HTTP/1.1\r\n\r\n", "E10"),
+    H("GET /a#b c HTTP/1.1\r\n\r\n", "E10"),
+    H("GET /a#b\tc HTTP/1.1\r\n\r\n", "E10"),
+    H("GET /a#b\r\n\r\n", "E10"),
+    H("OPTIONS *#x HTTP/1.1\r\n\r\n", "E10"),
+    H("CONNECT h:443#x HTTP/1.1\r\n\r\n", "E10"),
+    H("CONNECT h: HTTP/1.1\r\n\r\n", "E10"),
+    H("CONNECT h:/ HTTP/1.1\r\n\r\n", "E10"),
     H("GET /?a\x00 HTTP/1.1\r\n\r\n", "E10"),
     H("GET ftp://h/ HTTP/1.1\r\n\r\n", "E10"),
     H("GET http:/h/ HTTP/1.1\r\n\r\n", "E10"),
     H("GET http:///x HTTP/1.1\r\n\r\n", "E10"),
     H("GET http://u@h/ HTTP/1.1\r\n\r\n", "E10"),
-    H("GET http://h:/ HTTP/1.1\r\n\r\n", "E10"),
     H("GET http://h:0/ HTTP/1.1\r\n\r\n", "E10"),
     H("GET http://h:65536/ HTTP/1.1\r\n\r\n", "E10"),
     H("GET http://h:123456/ HTTP/1.1\r\n\r\n", "E10"),
-    H("GET http://h?x HTTP/1.1\r\n\r\n", "E10"),
+    H("GET http://h?x y HTTP/1.1\r\n\r\n", "E10"),
+    H("GET http://h:x/ HTTP/1.1\r\n\r\n", "E10"),
+    H("GET http://h::/ HTTP/1.1\r\n\r\n", "E10"),
     H("GET http://[]/ HTTP/1.1\r\n\r\n", "E10"),
     H("GET http://[::1/ HTTP/1.1\r\n\r\n", "E10"),
     H("CONNECT /x HTTP/1.1\r\n\r\n", "E10"),
@@ -351,16 +402,46 @@ static head_case_t  head_cases[] = {
     H("GET / HTTP/2.0\r\n\r\n", "m=2 u=/ v=2000 E12"),
     H("GET / HTTP/9.9\r\n\r\n", "m=2 u=/ v=9009 E12"),
 
-    /* line ends */
-    H("GET / HTTP/1.1\n\r\n", "E10"),
+    /* line ends: a bare LF ends a line (RFC 9112 2.2), a lone CR never */
+    H("GET / HTTP/1.1\n\r\n", "m=2 u=/ v=1001; DONE"),
+    H("GET / HTTP/1.1\n\n", "m=2 u=/ v=1001; DONE"),
+    H("GET / HTTP/1.1\nHost: a\nX:  y \nZ:\nW: \n\n",
+      "m=2 u=/ v=1001; Host=a; X=y; Z=; W=; DONE"),
+    H("GET / HTTP/1.1\r\nA: b\nC: d\r\n\n",
+      "m=2 u=/ v=1001; A=b; C=d; DONE"),
+    H("POST / HTTP/1.1\nA: b\n\nabc", "m=8 u=/ v=1001; A=b; DONE +3"),
+    H("\nGET / HTTP/1.1\r\n\r\n", "m=2 u=/ v=1001; DONE"),
+    H("\r\n\n\nGET / HTTP/1.1\n\n", "m=2 u=/ v=1001; DONE"),
     H("GET / HTTP/1.1\r\r\n", "E10"),
     H("GET / HTTP/1.1\rX\n\r\n", "E10"),
-    H("\nGET / HTTP/1.1\r\n\r\n", "E11"),
+    H("GET / HTTP/1.1\r", "AGAIN"),
     H("\rGET / HTTP/1.1\r\n\r\n", "E10"),
-    H("GET / HTTP/1.1\r\nA: b\n\r\n", "m=2 u=/ v=1001; E14"),
-    H("GET / HTTP/1.1\r\nA: b\r\n\n", "m=2 u=/ v=1001; A=b; E14"),
+    H("\r\rGET / HTTP/1.1\r\n\r\n", "E10"),
+    H("GET / HTTP/1.1 \n\n", "E10"),
+    H("GET /\n\n", "E10"),
+    H("GET / HTTP/1.1\r\nA: b\n\r\n", "m=2 u=/ v=1001; A=b; DONE"),
+    H("GET / HTTP/1.1\r\nA: b\r\n\n", "m=2 u=/ v=1001; A=b; DONE"),
     H("GET / HTTP/1.1\r\nA: b\rc\r\n\r\n", "m=2 u=/ v=1001; E14"),
+    H("GET / HTTP/1.1\nA: b\r\r\n\n", "m=2 u=/ v=1001; E14"),
+    H("GET / HTTP/1.1\nA: b \r \n\n", "m=2 u=/ v=1001; E14"),
     H("GET / HTTP/1.1\r\nA: b\r\n\rX", "m=2 u=/ v=1001; A=b; E14"),
+    H("GET / HTTP/1.1\nA: b\n\rX", "m=2 u=/ v=1001; A=b; E14"),
+    H("GET / HTTP/1.1\nA: b\n c\n\n", "m=2 u=/ v=1001; A=b; E14"),
+    H("GET / HTTP/1.1\nA: b\n\tc\n\n", "m=2 u=/ v=1001; A=b; E14"),
+    H("GET / HTTP/1.1\nA\n\n", "m=2 u=/ v=1001; E14"),
+    H("GET / HTTP/1.1\nA \n: b\n\n", "m=2 u=/ v=1001; E14"),
+
+    /* line ends with strict_line_endings: CRLF only */
+    HS("GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+       "m=2 u=/ v=1001; Host=a; DONE"),
+    HS("\r\nGET / HTTP/1.1\r\n\r\n", "m=2 u=/ v=1001; DONE"),
+    HS("GET / HTTP/1.1\n\r\n", "E10"),
+    HS("GET / HTTP/1.1\r\r\n", "E10"),
+    HS("\nGET / HTTP/1.1\r\n\r\n", "E11"),
+    HS("GET / HTTP/1.1\r\nA: b\n\r\n", "m=2 u=/ v=1001; E14"),
+    HS("GET / HTTP/1.1\r\nA:\n\r\n", "m=2 u=/ v=1001; E14"),
+    HS("GET / HTTP/1.1\r\nA: b \n\r\n", "m=2 u=/ v=1001; E14"),
+    HS("GET / HTTP/1.1\r\nA: b\r\n\n", "m=2 u=/ v=1001; A=b; E14"),
 
     /* header lines */
     H("GET / HTTP/1.1\r\nA : b\r\n\r\n", "m=2 u=/ v=1001; E14"),
@@ -390,14 +471,14 @@ check_head_case(head_case_t *hc)
 
     len = hc->len;
 
-    parse_head(hc->in, len, 0, 0, 0, &whole);
+    parse_head(hc->in, len, 0, 0, 0, hc->strict, &whole);
 
     if (!WEIR_CHECK_STR(whole.buf, hc->trace)) {
         fprintf(stderr, "    input: \"%s\"\n", hc->in);
         return;
     }
 
-    parse_head(hc->in, len, 0, 1, 0, &part);
+    parse_head(hc->in, len, 0, 1, 0, hc->strict, &part);
 
     if (!WEIR_CHECK_STR(part.buf, whole.buf)) {
         fprintf(stderr, "    byte by byte, input: \"%s\"\n", hc->in);
@@ -405,7 +486,7 @@ check_head_case(head_case_t *hc)
     }
 
     for (k = 1; k < len; k++) {
-        parse_head(hc->in, len, k, len, 0, &part);
+        parse_head(hc->in, len, k, len, 0, hc->strict, &part);
 
         if (!WEIR_CHECK_STR(part.buf, whole.buf)) {
             fprintf(stderr, "    split at %lu, input: \"%s\"\n",
@@ -991,10 +1072,10 @@ WEIR_UNIT_TEST(http_parse_underscores)
 
     static const char  in[] = "GET / HTTP/1.1\r\nX_Y: 1\r\n\r\n";
 
-    parse_head(in, sizeof(in) - 1, 0, 0, 1, &t);
+    parse_head(in, sizeof(in) - 1, 0, 0, 1, 0, &t);
     WEIR_CHECK_STR(t.buf, "m=2 u=/ v=1001; X_Y=1; DONE");
 
-    parse_head(in, sizeof(in) - 1, 0, 1, 1, &t);
+    parse_head(in, sizeof(in) - 1, 0, 1, 1, 0, &t);
     WEIR_CHECK_STR(t.buf, "m=2 u=/ v=1001; X_Y=1; DONE");
 }
 
@@ -1005,36 +1086,43 @@ typedef struct {
     weir_uint_t   code;
     weir_uint_t   version;
     const char   *line;
+    weir_uint_t   strict;       /* r->strict_line_endings */
 } status_case_t;
 
 
 static status_case_t  status_cases[] = {
-    { "HTTP/1.1 200 OK\r\n", WEIR_OK, 200, 1001, "HTTP/1.1 200 OK" },
+    { "HTTP/1.1 200 OK\r\n", WEIR_OK, 200, 1001, "HTTP/1.1 200 OK", 0 },
     { "HTTP/1.0 404 Not Found\r\nX", WEIR_OK, 404, 1000,
-      "HTTP/1.0 404 Not Found" },
-    { "HTTP/1.1 204\r\n", WEIR_OK, 204, 1001, "HTTP/1.1 204" },
-    { "HTTP/1.1 200 \r\n", WEIR_OK, 200, 1001, "HTTP/1.1 200 " },
+      "HTTP/1.0 404 Not Found", 0 },
+    { "HTTP/1.1 204\r\n", WEIR_OK, 204, 1001, "HTTP/1.1 204", 0 },
+    { "HTTP/1.1 200 \r\n", WEIR_OK, 200, 1001, "HTTP/1.1 200 ", 0 },
     { "HTTP/1.1 999 \xc3\xa9\tx\r\n", WEIR_OK, 999, 1001,
-      "HTTP/1.1 999 \xc3\xa9\tx" },
+      "HTTP/1.1 999 \xc3\xa9\tx", 0 },
     { "HTTP/1.1 100 Continue\r\n", WEIR_OK, 100, 1001,
-      "HTTP/1.1 100 Continue" },
-    { "HTTP/1.1 200 OK", WEIR_AGAIN, 0, 0, NULL },
-    { "HTTP/1.1 099 X\r\n", WEIR_ERROR, 0, 0, NULL },
-    { "HTTP/1.1 20 X\r\n", WEIR_ERROR, 0, 0, NULL },
-    { "HTTP/1.1 2000 X\r\n", WEIR_ERROR, 0, 0, NULL },
-    { "HTTP/2.0 200 OK\r\n", WEIR_ERROR, 0, 0, NULL },
-    { "HTTP/1.1  200 OK\r\n", WEIR_ERROR, 0, 0, NULL },
-    { "http/1.1 200 OK\r\n", WEIR_ERROR, 0, 0, NULL },
-    { "HTTP/1.1 200 OK\n", WEIR_ERROR, 0, 0, NULL },
-    { "HTTP/1.1 200 O\x01K\r\n", WEIR_ERROR, 0, 0, NULL },
-    { "HTTP/1.1 200 OK\rX\n", WEIR_ERROR, 0, 0, NULL },
-    { "<html>", WEIR_ERROR, 0, 0, NULL },
+      "HTTP/1.1 100 Continue", 0 },
+    { "HTTP/1.1 200 OK", WEIR_AGAIN, 0, 0, NULL, 0 },
+    { "HTTP/1.1 099 X\r\n", WEIR_ERROR, 0, 0, NULL, 0 },
+    { "HTTP/1.1 20 X\r\n", WEIR_ERROR, 0, 0, NULL, 0 },
+    { "HTTP/1.1 2000 X\r\n", WEIR_ERROR, 0, 0, NULL, 0 },
+    { "HTTP/2.0 200 OK\r\n", WEIR_ERROR, 0, 0, NULL, 0 },
+    { "HTTP/1.1  200 OK\r\n", WEIR_ERROR, 0, 0, NULL, 0 },
+    { "http/1.1 200 OK\r\n", WEIR_ERROR, 0, 0, NULL, 0 },
+    { "HTTP/1.1 200 OK\n", WEIR_OK, 200, 1001, "HTTP/1.1 200 OK", 0 },
+    { "HTTP/1.1 204\nX", WEIR_OK, 204, 1001, "HTTP/1.1 204", 0 },
+    { "HTTP/1.1 200 OK\n", WEIR_ERROR, 0, 0, NULL, 1 },
+    { "HTTP/1.1 204\n", WEIR_ERROR, 0, 0, NULL, 1 },
+    { "HTTP/1.1 200 OK\r\n", WEIR_OK, 200, 1001, "HTTP/1.1 200 OK", 1 },
+    { "HTTP/1.1 200 O\x01K\r\n", WEIR_ERROR, 0, 0, NULL, 0 },
+    { "HTTP/1.1 200 OK\rX\n", WEIR_ERROR, 0, 0, NULL, 0 },
+    { "HTTP/1.1 200 OK\r\r\n", WEIR_ERROR, 0, 0, NULL, 0 },
+    { "HTTP/1.1 204\rX", WEIR_ERROR, 0, 0, NULL, 0 },
+    { "<html>", WEIR_ERROR, 0, 0, NULL, 0 },
 };
 
 
 static weir_int_t
 parse_status(const char *in, size_t n, size_t step, weir_http_status_t *st,
-    weir_http_request_t *r)
+    weir_http_request_t *r, weir_uint_t strict)
 {
     unsigned char  *data;
     weir_int_t      rc;
@@ -1048,6 +1136,7 @@ parse_status(const char *in, size_t n, size_t step, weir_http_status_t *st,
 
     memcpy(data, in, n);
     weir_memzero(r, sizeof(weir_http_request_t));
+    r->strict_line_endings = strict ? 1 : 0;
     weir_memzero(st, sizeof(weir_http_status_t));
     weir_memzero(&b, sizeof(weir_buf_t));
 
@@ -1098,7 +1187,7 @@ WEIR_UNIT_TEST(http_parse_status_line)
         n = strlen(sc->in);
 
         for (step = 0; step < 3; step++) {
-            rc = parse_status(sc->in, n, step, &st, r);
+            rc = parse_status(sc->in, n, step, &st, r, sc->strict);
 
             if (!WEIR_CHECK_INT(rc, sc->rc)) {
                 fprintf(stderr, "    line: \"%s\", step %lu\n", sc->in,

@@ -609,9 +609,12 @@ typedef struct {
     size_t        len;
     weir_uint_t   method;
     const char   *trace;
+    weir_uint_t   strict;       /* proxy_strict_line_endings */
 } t_head_case_t;
 
-#define T_HEAD(in, method, trace)  { in, sizeof(in) - 1, method, trace }
+#define T_HEAD(in, method, trace)  { in, sizeof(in) - 1, method, trace, 0 }
+#define T_HEAD_S(in, method, trace)                                           \
+    { in, sizeof(in) - 1, method, trace, 1 }
 
 
 static void
@@ -718,6 +721,7 @@ t_head_run(t_trace_t *t, const t_head_case_t *hc, size_t split, size_t step)
     }
 
     u->req.method = hc->method;
+    u->conf->strict_line_endings = hc->strict;
 
     memcpy(copy, hc->in, hc->len);
 
@@ -874,9 +878,26 @@ static const t_head_case_t  t_heads[] = {
            WEIR_HTTP_GET, "INVALID"),
     T_HEAD("HTTP/1.1 200 OK\r\nX-A: a\0b\r\n\r\n", WEIR_HTTP_GET, "INVALID"),
     T_HEAD("HTTP/1.1 200 OK\r\nX-A : 1\r\n\r\n", WEIR_HTTP_GET, "INVALID"),
-    T_HEAD("HTTP/1.1 200 OK\r\nX-A: 1\n\r\n", WEIR_HTTP_GET, "INVALID"),
-    T_HEAD("HTTP/1.1 200 OK\r\n\nX-A: 1\r\n\r\n", WEIR_HTTP_GET, "INVALID"),
-    T_HEAD("HTTP/1.1 200 OK\nX-A: 1\r\n\r\n", WEIR_HTTP_GET, "INVALID"),
+    /* a bare LF ends a line, unless proxy_strict_line_endings is on */
+    T_HEAD("HTTP/1.1 200 OK\r\nX-A: 1\n\r\n", WEIR_HTTP_GET,
+           "200 v1001 [200 OK] X-A=1"),
+    T_HEAD("HTTP/1.1 200 OK\r\n\nX-A: 1\r\n\r\n", WEIR_HTTP_GET,
+           "200 v1001 [200 OK]"),
+    T_HEAD("HTTP/1.1 200 OK\nX-A: 1\r\n\r\n", WEIR_HTTP_GET,
+           "200 v1001 [200 OK] X-A=1"),
+    T_HEAD("HTTP/1.1 204\nX-A: 1\nContent-Length: 0\n\n", WEIR_HTTP_GET,
+           "204 v1001 [204] X-A=1 Content-Length=0 cl=0 nobody"),
+    T_HEAD("HTTP/1.1 200 OK\r\nX-A: 1\r\r\n\r\n", WEIR_HTTP_GET,
+           "INVALID"),
+    T_HEAD("HTTP/1.1 200 OK\rX-A: 1\n\n", WEIR_HTTP_GET, "INVALID"),
+    T_HEAD_S("HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\n", WEIR_HTTP_GET,
+             "200 v1001 [200 OK] X-A=1"),
+    T_HEAD_S("HTTP/1.1 200 OK\r\nX-A: 1\n\r\n", WEIR_HTTP_GET,
+             "INVALID"),
+    T_HEAD_S("HTTP/1.1 200 OK\r\n\nX-A: 1\r\n\r\n", WEIR_HTTP_GET,
+             "INVALID"),
+    T_HEAD_S("HTTP/1.1 200 OK\nX-A: 1\r\n\r\n", WEIR_HTTP_GET,
+             "INVALID"),
     T_HEAD("HTTP/1.1 99 Low\r\n\r\n", WEIR_HTTP_GET, "INVALID"),
     T_HEAD("HTTP/1.1 600 High\r\n\r\n", WEIR_HTTP_GET, "INVALID"),
     T_HEAD("HTTP/1.1 2000 OK\r\n\r\n", WEIR_HTTP_GET, "INVALID"),

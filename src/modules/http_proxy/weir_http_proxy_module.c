@@ -320,6 +320,14 @@ static weir_command_t  weir_http_proxy_commands[] = {
       offsetof(weir_http_proxy_loc_conf_t, upstream.socket_keepalive),
       NULL },
 
+    { weir_string("proxy_strict_line_endings"),
+      WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
+      |WEIR_CONF_FLAG,
+      weir_conf_set_flag_slot,
+      WEIR_HTTP_LOC_CONF_OFFSET,
+      offsetof(weir_http_proxy_loc_conf_t, upstream.strict_line_endings),
+      NULL },
+
     { weir_string("proxy_via"),
       WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
       |WEIR_CONF_FLAG,
@@ -2007,6 +2015,7 @@ weir_http_proxy_create_loc_conf(weir_conf_t *cf)
     conf->upstream.ignore_client_abort = WEIR_CONF_UNSET;
     conf->upstream.pass_trailers = WEIR_CONF_UNSET;
     conf->upstream.socket_keepalive = WEIR_CONF_UNSET;
+    conf->upstream.strict_line_endings = WEIR_CONF_UNSET;
 
     conf->upstream.hide_headers = WEIR_CONF_UNSET_PTR;
     conf->upstream.pass_headers = WEIR_CONF_UNSET_PTR;
