@@ -674,20 +674,21 @@ weir_http_core_merge_srv_conf(weir_conf_t *cf, void *parent, void *child)
         weir_str_set(&sn->name, "");
     }
 
-    if (conf->server_name.data == NULL) {
-        /* the first plain name is $server_name */
-        sn = conf->server_names.elts;
-        name = sn[0].name;
+    /*
+     * $server_name is the first name as written, whatever kind it is
+     * and whichever name matched, as in nginx: "~^A\.COM$" keeps its
+     * tilde and case, "*.a.com" and "www.a.*" their asterisk; only
+     * ".a.com" loses its dot
+     */
+    sn = conf->server_names.elts;
+    name = sn[0].name;
 
-        if (sn[0].regex || sn[0].wildcard_head || sn[0].wildcard_tail) {
-            weir_str_set(&name, "");
-        }
-
-        conf->server_name = name;
-        if (conf->server_name.data == NULL) {
-            weir_str_set(&conf->server_name, "");
-        }
+    if (sn[0].regex == NULL && name.len > 1 && name.data[0] == '.') {
+        name.len--;
+        name.data++;
     }
+
+    conf->server_name = name;
 
     return WEIR_CONF_OK;
 }
@@ -1559,21 +1560,6 @@ weir_http_core_server_name(weir_conf_t *cf, weir_command_t *cmd, void *conf)
     value = cf->args->elts;
 
     for (i = 1; i < cf->args->nelts; i++) {
-
-        if (cscf->server_name.data == NULL && value[i].len
-            && value[i].data[0] != '~' && value[i].data[0] != '*'
-            && value[i].data[0] != '.'
-            && value[i].data[value[i].len - 1] != '*')
-        {
-            cscf->server_name.len = value[i].len;
-            cscf->server_name.data = weir_pnalloc(cf->pool, value[i].len);
-            if (cscf->server_name.data == NULL) {
-                return WEIR_CONF_ERROR;
-            }
-
-            weir_strlow(cscf->server_name.data, value[i].data,
-                        value[i].len);
-        }
 
         if (value[i].len && value[i].data[0] != '~') {
             for (j = 0; j < value[i].len; j++) {
