@@ -100,3 +100,51 @@ def test_server_name_in_redirect_with_pattern_name(weir):
         assert r.status == 301, (host, r)
         assert r.header("location") == "http://%s:%d/x" % (want, port), \
             (host, r)
+
+
+# ---------------------------------------------------------------- item 2
+
+RETURNS = """
+        location /t { return 200 "text"; }
+        location /e { return 200; }
+        location /n { return 404 "nf"; }
+        location /v { return 500 "u=$uri"; }
+        location /x.html { return 200 "hi"; }
+        location /p/ { return 200 "hi"; }
+        location /nc { return 204 "x"; }
+        location /j { default_type application/json; return 200 "{}"; }
+        location /nodef { default_type ""; return 200 "x"; }
+        location /ct { add_header X-A a; return 200 "x"; }
+"""
+
+
+def test_return_text_has_content_type(weir):
+    """return with a text (and return 200 without one) sends the type
+    of the URI's extension, else default_type, whatever the code and
+    whether the text has variables; a 204 has no type; default_type ""
+    sends none (all as nginx 1.22)."""
+    port = serve(weir, [RETURNS],
+                 http="    types { text/html html; image/png png; }\n")
+    want = [
+        ("/t", 200, "text/plain", b"text"),
+        ("/e", 200, "text/plain", b""),
+        ("/n", 404, "text/plain", b"nf"),
+        ("/v", 500, "text/plain", b"u=/v"),
+        ("/x.html", 200, "text/html", b"hi"),
+        ("/p/a.png", 200, "image/png", b"hi"),
+        ("/p/a.PNG", 200, "image/png", b"hi"),
+        ("/t?x.html", 200, "text/plain", b"text"),
+        ("/t.png", 200, "image/png", b"text"),
+        ("/nc", 204, None, b""),
+        ("/j", 200, "application/json", b"{}"),
+        ("/nodef", 200, None, b"x"),
+        ("/ct", 200, "text/plain", b"x"),
+    ]
+    for target, status, ctype, body in want:
+        r = one(port, target)
+        assert (r.status, r.header("content-type"), r.body) == \
+            (status, ctype, body), (target, r)
+        assert len(r.header_all("content-type")) == (ctype is not None), r
+    r = one(port, "/t", method="HEAD")
+    assert (r.status, r.header("content-type"),
+            r.header("content-length")) == (200, "text/plain", "4"), r
