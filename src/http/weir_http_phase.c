@@ -895,7 +895,7 @@ weir_http_core_find_static_location(weir_http_request_t *r,
 
         n = (len <= (size_t) node->len) ? len : node->len;
 
-        rc = weir_memcmp(uri, node->name, n);
+        rc = weir_http_location_cmp(uri, node->name, n);
 
         if (rc != 0) {
             node = (rc < 0) ? node->left : node->right;

@@ -148,3 +148,57 @@ def test_return_text_has_content_type(weir):
     r = one(port, "/t", method="HEAD")
     assert (r.status, r.header("content-type"),
             r.header("content-length")) == (200, "text/plain", "4"), r
+
+
+# ---------------------------------------------------------------- item 3
+
+AUTO_REDIRECT = """
+        location /a/ { proxy_pass http://127.0.0.1:1; }
+        location /a-a { return 200 "a-a"; }
+        location /a-b { return 200 "a-b"; }
+        location ~ ^/a$ { return 200 "regex"; }
+        location /b/ { return 200 "b"; }
+        location = /c/ { proxy_pass http://127.0.0.1:1; }
+        location "/d e/" { proxy_pass http://127.0.0.1:1; }
+        location /f/ { proxy_pass http://127.0.0.1:1; }
+        location = /f { return 200 "exact f"; }
+        location /g { return 200 "g"; }
+        location /g/ { proxy_pass http://127.0.0.1:1; }
+        location / { return 200 "root"; }
+"""
+
+
+def test_proxied_location_redirects_without_slash(weir):
+    """A proxied location ending in "/" (prefix or exact) answers its
+    name without the slash with 301 to the name, the arguments kept,
+    for any method and before any regex location, even among
+    locations that sort between them in byte order ("/a-a" < "/a/");
+    a location of another handler, or a location of the bare name,
+    does not (all as nginx 1.22)."""
+    port = serve(weir, [
+        "        server_name client.example;\n" + AUTO_REDIRECT,
+        "        server_name min.example;\n"
+        "        location /a/ { proxy_pass http://127.0.0.1:1; }\n"
+        '        location /a-a { return 200 "a-a"; }\n'
+        '        location /a-b { return 200 "a-b"; }\n',
+    ])
+    base = "http://client.example:%d" % port
+    r = one(port, "/a", host="min.example")
+    assert (r.status, r.header("location")) == \
+        (301, "http://min.example:%d/a/" % port), r
+    r = one(port, "/a-b", host="min.example")
+    assert (r.status, r.body) == (200, b"a-b"), r
+    for target, want in (("/a", "/a/"),
+                         ("/a?x=1&y=%20", "/a/?x=1&y=%20"),
+                         ("/c", "/c/"),
+                         ("/d%20e", "/d%20e/")):
+        for method in ("GET", "HEAD", "POST", "PUT"):
+            r = one(port, target, method=method,
+                    body=b"x=1" if method in ("POST", "PUT") else None)
+            assert (r.status, r.header("location")) == \
+                (301, base + want), (method, target, r)
+    for target, body in (("/a-a", b"a-a"), ("/a-b", b"a-b"),
+                         ("/b", b"root"), ("/f", b"exact f"),
+                         ("/g", b"g"), ("/A", b"root")):
+        r = one(port, target)
+        assert (r.status, r.body) == (200, body), (target, r)
