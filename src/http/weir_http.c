@@ -920,13 +920,13 @@ weir_http_add_address(weir_conf_t *cf, weir_http_core_srv_conf_t *cscf,
             }
         }
 
-        if (lsopt->ssl != addr[i].opt.ssl) {
-            /* one socket cannot be both: TLS is decided per address */
-            weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
-                                "duplicate listen options for %.*s: "
-                                "\"ssl\" on one listen and not on another",
-                                WEIR_STR_ARG(lsopt->addr_text));
-            return WEIR_ERROR;
+        /*
+         * TLS is a property of the address, as in nginx: "ssl" on any
+         * listen of it makes the one socket TLS for every server there;
+         * only the socket options below may be given once
+         */
+        if (lsopt->ssl) {
+            addr[i].opt.ssl = 1;
         }
 
         if (lsopt->set) {

@@ -10,9 +10,13 @@ run by hand on a loopback port), with raw clients."""
 import os
 import socket
 
+import pytest
+
+from tlspki import ssl_preamble
 from weirtest import wait_for
 
 from test_proxy import Client
+from test_tls import context, get as tls_get
 
 
 # ---------------------------------------------------------------- helpers
@@ -202,3 +206,85 @@ def test_proxied_location_redirects_without_slash(weir):
                          ("/g", b"g"), ("/A", b"root")):
         r = one(port, target)
         assert (r.status, r.body) == (200, body), (target, r)
+
+
+# ---------------------------------------------------------------- item 4
+
+@pytest.mark.parametrize("first,second", [(" ssl", ""), ("", " ssl")],
+                         ids=["ssl_first", "ssl_second"])
+def test_ssl_on_one_listen_makes_the_address_tls(weir, pki, first,
+                                                 second):
+    """"listen X ssl" in one server and "listen X" in another: the
+    address is TLS for both (as nginx), whichever comes first."""
+    a, b = pki.leaf("a.test"), pki.leaf("b.test")
+    port = weir.port()
+    weir.conf(ssl_preamble() +
+              "http {\n"
+              "    access_log off;\n"
+              "    server {\n"
+              "        listen 127.0.0.1:%d%s;\n"
+              "        server_name a.test;\n"
+              "        ssl_certificate %s;\n"
+              "        ssl_certificate_key %s;\n"
+              '        return 200 "a";\n'
+              "    }\n"
+              "    server {\n"
+              "        listen 127.0.0.1:%d%s;\n"
+              "        server_name b.test;\n"
+              "        ssl_certificate %s;\n"
+              "        ssl_certificate_key %s;\n"
+              '        return 200 "b";\n'
+              "    }\n"
+              "}\n" % (port, first, a.chain, a.key,
+                        port, second, b.chain, b.key))
+    weir.start(check_ports=False)
+    up(port)
+    ctx = context(pki)
+    for name in ("a.test", "b.test"):
+        ans = tls_get(port, ctx, sni=name)
+        assert (ans.status, ans.text) == (200, name[0]), (name, ans)
+
+
+LISTEN_PAIRS = [
+    # the second server's listen parameters, the first's; error or not
+    (" ssl backlog=5", " rcvbuf=8k", True),
+    (" bind", " bind", True),
+    (" reuseport", " deferred", True),
+    (" ssl", " reuseport", False),
+    (" default_server", " ssl backlog=5", False),
+    (" ssl", " ssl", False),
+    (" ssl default_server", "", False),
+]
+
+
+@pytest.mark.parametrize("first,second,dup", LISTEN_PAIRS,
+                         ids=[(f + "|" + s).strip()
+                              for f, s, _ in LISTEN_PAIRS])
+def test_listen_options_shared_between_servers(weir, pki, first, second,
+                                               dup):
+    """Of the listen parameters, socket options (bind, backlog, rcvbuf,
+    reuseport, deferred ...) may be set by one listen of an address
+    only, "ssl" and "default_server" by any (nginx 1.22's -t agrees on
+    every pair)."""
+    leaf = pki.leaf("a.test")
+    port = weir.port()
+    path = weir.conf(ssl_preamble() +
+                     "http {\n"
+                     "    ssl_certificate %s;\n"
+                     "    ssl_certificate_key %s;\n"
+                     "    server { listen 127.0.0.1:%d%s; }\n"
+                     "    server {\n"
+                     "        server_name b;\n"
+                     "        listen 127.0.0.1:%d%s;\n"
+                     "    }\n"
+                     "}\n" % (leaf.chain, leaf.key, port, first, port,
+                               second))
+    weir.allow.append(r"\[emerg\]")
+    res = weir.run(["-t"])
+    if not dup:
+        assert res.returncode == 0, res.stderr
+        return
+    line = 10 + ssl_preamble().count("\n")
+    assert res.returncode == 1, res.stderr
+    assert ("[emerg] duplicate listen options for 127.0.0.1:%d in %s:%d"
+            % (port, path, line)) in res.stderr, res.stderr
