@@ -1710,17 +1710,14 @@ weir_http_core_root(weir_conf_t *cf, weir_command_t *cmd, void *conf)
         return WEIR_CONF_ERROR;
     }
 
-    if (alias && clcf->regex) {
-        /* a regex location's alias must name the file itself through
-         * captures, which needs variables */
-        weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
-                            "the \"alias\" directive cannot be used in "
-                            "a regex location without captures");
-        return WEIR_CONF_ERROR;
-    }
-
     clcf->root = value[1];
     clcf->alias = alias ? clcf->name.len : 0;
+
+    if (alias && clcf->regex) {
+        /* as nginx: a regex location's alias is the whole path, the
+         * URI is not appended (weir_http_map_uri_to_path()) */
+        clcf->alias = WEIR_MAX_SIZE_T_VALUE;
+    }
 
     if (!alias && clcf->root.len > 0
         && clcf->root.data[clcf->root.len - 1] == '/')
@@ -2166,7 +2163,7 @@ weir_http_core_try_files_handler(weir_http_request_t *r)
     size_t                      root, reserve, len;
     unsigned char              *p;
     weir_str_t                  path, name, uri, args;
-    weir_uint_t                 test_dir;
+    weir_uint_t                 test_dir, add_uri;
     struct stat                 st;
     weir_http_try_file_t       *tf;
     weir_http_core_loc_conf_t  *clcf;
@@ -2217,9 +2214,15 @@ weir_http_core_try_files_handler(weir_http_request_t *r)
         uri = r->uri;
         r->uri = name;
 
+        /* a regex location's alias (the whole path) takes the name
+         * after it, as in nginx */
+        add_uri = r->add_uri_to_alias;
+        r->add_uri_to_alias = 1;
+
         p = weir_http_map_uri_to_path(r, &path, &root, reserve);
 
         r->uri = uri;
+        r->add_uri_to_alias = add_uri;
 
         if (p == NULL) {
             return WEIR_HTTP_INTERNAL_SERVER_ERROR;
@@ -2252,6 +2255,11 @@ weir_http_core_try_files_handler(weir_http_request_t *r)
 
         r->uri.len = len;
         r->uri.data = p;
+
+        if (clcf->alias == WEIR_MAX_SIZE_T_VALUE && !test_dir) {
+            /* the file found is alias + name: the handlers map it so */
+            r->add_uri_to_alias = 1;
+        }
 
         weir_http_split_args(r, &r->uri, &r->args);
 

@@ -288,3 +288,40 @@ def test_listen_options_shared_between_servers(weir, pki, first, second,
     assert res.returncode == 1, res.stderr
     assert ("[emerg] duplicate listen options for 127.0.0.1:%d in %s:%d"
             % (port, path, line)) in res.stderr, res.stderr
+
+
+# ---------------------------------------------------------------- item 5
+
+def test_alias_in_regex_location_without_captures(weir):
+    """In a regex location, alias is the whole path of the file: the URI
+    is not appended (a relative alias is under the prefix); an index
+    file and a try_files name go after it (all as nginx 1.22)."""
+    html = weir.path("html")
+    for rel, text in (("one.txt", "ONE\n"), ("d/index.html", "IDX\n"),
+                      ("e/x.txt", "TF\n")):
+        os.makedirs(os.path.dirname(os.path.join(html, rel)),
+                    exist_ok=True)
+        with open(os.path.join(html, rel), "w") as f:
+            f.write(text)
+    port = serve(weir, [
+        "        location ~ ^/img/.*\\.png$ { alias %s/one.txt; }\n"
+        "        location ~ ^/dir/$ { alias %s/d/; }\n"
+        "        location ~ ^/tf/ { alias %s/e/; try_files x.txt =404; }\n"
+        "        location ~ ^/tf3/ { alias %s/e/; try_files no =404; }\n"
+        "        location ~ ^/rel { alias html/one.txt; }\n"
+        '        location / { return 200 "root $uri"; }\n'
+        % (html, html, html, html)],
+        http="    types { text/plain txt; image/png png; }\n")
+    for target, status, body in (("/img/a.png", 200, b"ONE\n"),
+                                 ("/img/x/y.png", 200, b"ONE\n"),
+                                 ("/dir/", 200, b"root /dir/index.html"),
+                                 ("/tf/zz", 200, b"TF\n"),
+                                 ("/tf3/zz", 404, None),
+                                 ("/rel", 200, b"ONE\n"),
+                                 ("/relx", 200, b"ONE\n")):
+        r = one(port, target)
+        assert r.status == status, (target, r)
+        if body is not None:
+            assert r.body == body, (target, r)
+    r = one(port, "/img/a.png")
+    assert r.header("content-type") == "image/png", r
