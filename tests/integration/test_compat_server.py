@@ -7,16 +7,20 @@ location without captures, and `ssl_password_file` naming a FIFO.
 Each test checks what nginx 1.22 does (Debian's /usr/sbin/nginx,
 run by hand on a loopback port), with raw clients."""
 
+import errno
 import os
 import socket
+import threading
+import time
 
 import pytest
 
 from tlspki import ssl_preamble
-from weirtest import wait_for
+from weirtest import DEADLINE, wait_for
 
 from test_proxy import Client
-from test_tls import context, get as tls_get
+from test_tls import conf as tls_conf, context, get as tls_get, \
+    server as tls_server
 
 
 # ---------------------------------------------------------------- helpers
@@ -325,3 +329,107 @@ def test_alias_in_regex_location_without_captures(weir):
             assert r.body == body, (target, r)
     r = one(port, "/img/a.png")
     assert r.header("content-type") == "image/png", r
+
+
+# ---------------------------------------------------------------- item 6
+
+class FifoWriter(threading.Thread):
+    """Writes data into the FIFO at path for each of `times` readers
+    that open it, then closes it (the writer a password agent would
+    be). Bounded: it gives up after DEADLINE; .served says how many
+    readers it fed."""
+
+    def __init__(self, path, data, times=1):
+        super().__init__(daemon=True)
+        self.path, self.data, self.times = path, data, times
+        self.served = 0
+        self.stop = threading.Event()
+
+    def run(self):
+        deadline = time.monotonic() + DEADLINE
+        while self.served < self.times and not self.stop.is_set() \
+                and time.monotonic() < deadline:
+            try:
+                # without a reader this fails with ENXIO at once
+                fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                if exc.errno != errno.ENXIO:
+                    raise
+                time.sleep(0.01)
+                continue
+            try:
+                os.write(fd, self.data)
+            finally:
+                os.close(fd)
+            self.served += 1
+
+
+def fifo_conf(weir, pki, pw_path):
+    enc = pki.leaf("e.test", password="s3cret")
+    port = weir.port()
+    path = tls_conf(weir, tls_server(port, "e.test", [enc],
+                                     "        ssl_password_file %s;\n"
+                                     % pw_path))
+    return enc, port, path
+
+
+def test_ssl_password_file_fifo(weir, pki):
+    """ssl_password_file may name a FIFO, read like a file when its
+    writer comes (as nginx), for -t and for a start."""
+    fifo = weir.path("conf", "pw.fifo")
+    os.mkfifo(fifo)
+    enc, port, _ = fifo_conf(weir, pki, fifo)
+
+    writer = FifoWriter(fifo, b"wrong\n%s\n" % enc.password.encode())
+    writer.start()
+    res = weir.run(["-t"])
+    writer.join(DEADLINE)
+    assert res.returncode == 0, res.stderr
+    assert writer.served == 1
+
+    writer = FifoWriter(fifo, enc.password.encode() + b"\n")
+    writer.start()
+    weir.start(check_ports=False)
+    writer.join(DEADLINE)
+    up(port)
+    ans = tls_get(port, context(pki), sni="e.test")
+    assert (ans.status, ans.text) == (200, "e.test"), ans
+    assert ans.peer_sha1 == enc.fingerprint
+
+
+def test_ssl_password_file_not_a_file(weir, pki):
+    """A FIFO nobody writes to is an error after a bounded wait, never
+    a hang; a directory and a missing file are errors at once."""
+    weir.allow.append(r"\[emerg\]")
+    fifo = weir.path("conf", "pw.fifo")
+    os.mkfifo(fifo)
+    _, _, path = fifo_conf(weir, pki, fifo)
+    t0 = time.monotonic()
+    res = weir.run(["-t"], timeout=DEADLINE * 2)
+    assert res.returncode == 1, res.stderr
+    assert 'no password came from "%s" in 5000 ms' % fifo in res.stderr, \
+        res.stderr
+    assert time.monotonic() - t0 < DEADLINE * 2
+
+    # a writer that closes without a line: no passwords
+    writer = FifoWriter(fifo, b"")
+    writer.start()
+    res = weir.run(["-t"])
+    writer.join(DEADLINE)
+    assert res.returncode == 1, res.stderr
+    assert 'no passwords in "%s"' % fifo in res.stderr, res.stderr
+
+    d = weir.path("conf", "pw.d")
+    os.mkdir(d)
+    fifo_conf(weir, pki, d)
+    res = weir.run(["-t"])
+    assert res.returncode == 1, res.stderr
+    assert 'password file "%s" is a directory' % d in res.stderr, \
+        res.stderr
+
+    missing = weir.path("conf", "none")
+    fifo_conf(weir, pki, missing)
+    res = weir.run(["-t"])
+    assert res.returncode == 1, res.stderr
+    assert ('open() "%s" failed (2: No such file or directory)' % missing
+            in res.stderr), res.stderr
