@@ -653,7 +653,30 @@ weir_http_init_locations(weir_conf_t *cf, weir_http_core_srv_conf_t *cscf,
 }
 
 
-/* byte order, a prefix before the names it starts */
+int
+weir_http_location_cmp(const unsigned char *a, const unsigned char *b,
+    size_t n)
+{
+    int     ca, cb;
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (a[i] == b[i]) {
+            continue;
+        }
+
+        /* as nginx's ngx_filename_cmp(): "/" is the lowest character */
+        ca = (a[i] == '/') ? 0 : a[i] + 1;
+        cb = (b[i] == '/') ? 0 : b[i] + 1;
+
+        return ca - cb;
+    }
+
+    return 0;
+}
+
+
+/* weir_http_location_cmp() order, a prefix before the names it starts */
 
 static int
 weir_http_cmp_locations(const void *one, const void *two)
@@ -667,7 +690,7 @@ weir_http_cmp_locations(const void *one, const void *two)
 
     len = (a->name->len < b->name->len) ? a->name->len : b->name->len;
 
-    rc = memcmp(a->name->data, b->name->data, len);
+    rc = weir_http_location_cmp(a->name->data, b->name->data, len);
     if (rc != 0) {
         return rc;
     }
@@ -897,13 +920,13 @@ weir_http_add_address(weir_conf_t *cf, weir_http_core_srv_conf_t *cscf,
             }
         }
 
-        if (lsopt->ssl != addr[i].opt.ssl) {
-            /* one socket cannot be both: TLS is decided per address */
-            weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
-                                "duplicate listen options for %.*s: "
-                                "\"ssl\" on one listen and not on another",
-                                WEIR_STR_ARG(lsopt->addr_text));
-            return WEIR_ERROR;
+        /*
+         * TLS is a property of the address, as in nginx: "ssl" on any
+         * listen of it makes the one socket TLS for every server there;
+         * only the socket options below may be given once
+         */
+        if (lsopt->ssl) {
+            addr[i].opt.ssl = 1;
         }
 
         if (lsopt->set) {

@@ -684,20 +684,21 @@ weir_http_core_merge_srv_conf(weir_conf_t *cf, void *parent, void *child)
         weir_str_set(&sn->name, "");
     }
 
-    if (conf->server_name.data == NULL) {
-        /* the first plain name is $server_name */
-        sn = conf->server_names.elts;
-        name = sn[0].name;
+    /*
+     * $server_name is the first name as written, whatever kind it is
+     * and whichever name matched, as in nginx: "~^A\.COM$" keeps its
+     * tilde and case, "*.a.com" and "www.a.*" their asterisk; only
+     * ".a.com" loses its dot
+     */
+    sn = conf->server_names.elts;
+    name = sn[0].name;
 
-        if (sn[0].regex || sn[0].wildcard_head || sn[0].wildcard_tail) {
-            weir_str_set(&name, "");
-        }
-
-        conf->server_name = name;
-        if (conf->server_name.data == NULL) {
-            weir_str_set(&conf->server_name, "");
-        }
+    if (sn[0].regex == NULL && name.len > 1 && name.data[0] == '.') {
+        name.len--;
+        name.data++;
     }
+
+    conf->server_name = name;
 
     return WEIR_CONF_OK;
 }
@@ -1570,21 +1571,6 @@ weir_http_core_server_name(weir_conf_t *cf, weir_command_t *cmd, void *conf)
 
     for (i = 1; i < cf->args->nelts; i++) {
 
-        if (cscf->server_name.data == NULL && value[i].len
-            && value[i].data[0] != '~' && value[i].data[0] != '*'
-            && value[i].data[0] != '.'
-            && value[i].data[value[i].len - 1] != '*')
-        {
-            cscf->server_name.len = value[i].len;
-            cscf->server_name.data = weir_pnalloc(cf->pool, value[i].len);
-            if (cscf->server_name.data == NULL) {
-                return WEIR_CONF_ERROR;
-            }
-
-            weir_strlow(cscf->server_name.data, value[i].data,
-                        value[i].len);
-        }
-
         if (value[i].len && value[i].data[0] != '~') {
             for (j = 0; j < value[i].len; j++) {
                 if (value[i].data[j] == '/' || value[i].data[j] == '\\'
@@ -1734,17 +1720,14 @@ weir_http_core_root(weir_conf_t *cf, weir_command_t *cmd, void *conf)
         return WEIR_CONF_ERROR;
     }
 
-    if (alias && clcf->regex) {
-        /* a regex location's alias must name the file itself through
-         * captures, which needs variables */
-        weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
-                            "the \"alias\" directive cannot be used in "
-                            "a regex location without captures");
-        return WEIR_CONF_ERROR;
-    }
-
     clcf->root = value[1];
     clcf->alias = alias ? clcf->name.len : 0;
+
+    if (alias && clcf->regex) {
+        /* as nginx: a regex location's alias is the whole path, the
+         * URI is not appended (weir_http_map_uri_to_path()) */
+        clcf->alias = WEIR_MAX_SIZE_T_VALUE;
+    }
 
     if (!alias && clcf->root.len > 0
         && clcf->root.data[clcf->root.len - 1] == '/')
@@ -2190,7 +2173,7 @@ weir_http_core_try_files_handler(weir_http_request_t *r)
     size_t                      root, reserve, len;
     unsigned char              *p;
     weir_str_t                  path, name, uri, args;
-    weir_uint_t                 test_dir;
+    weir_uint_t                 test_dir, add_uri;
     struct stat                 st;
     weir_http_try_file_t       *tf;
     weir_http_core_loc_conf_t  *clcf;
@@ -2241,9 +2224,15 @@ weir_http_core_try_files_handler(weir_http_request_t *r)
         uri = r->uri;
         r->uri = name;
 
+        /* a regex location's alias (the whole path) takes the name
+         * after it, as in nginx */
+        add_uri = r->add_uri_to_alias;
+        r->add_uri_to_alias = 1;
+
         p = weir_http_map_uri_to_path(r, &path, &root, reserve);
 
         r->uri = uri;
+        r->add_uri_to_alias = add_uri;
 
         if (p == NULL) {
             return WEIR_HTTP_INTERNAL_SERVER_ERROR;
@@ -2276,6 +2265,11 @@ weir_http_core_try_files_handler(weir_http_request_t *r)
 
         r->uri.len = len;
         r->uri.data = p;
+
+        if (clcf->alias == WEIR_MAX_SIZE_T_VALUE && !test_dir) {
+            /* the file found is alias + name: the handlers map it so */
+            r->add_uri_to_alias = 1;
+        }
 
         weir_http_split_args(r, &r->uri, &r->args);
 

@@ -314,6 +314,15 @@ typedef struct {
     weir_queue_t                 list;
 } weir_http_location_queue_t;
 
+/*
+ * The order of the location tree, for building and searching it alike:
+ * bytes, but "/" below every other byte, so that "/a/" comes before
+ * "/a-a" and a search for "/a" that misses only the slash of "/a/"
+ * (auto_redirect) goes the way "/a/" lies. Returns <0, 0 or >0.
+ */
+int weir_http_location_cmp(const unsigned char *a, const unsigned char *b,
+    size_t n);
+
 struct weir_http_location_tree_node_s {
     weir_http_location_tree_node_t   *left;
     weir_http_location_tree_node_t   *right;

@@ -91,7 +91,16 @@ weir_http_absolute_location(weir_http_request_t *r)
         return WEIR_ERROR;
     }
 
-    if (clcf->server_name_in_redirect == 1 && cscf->server_name.len) {
+    /*
+     * a first name that is a pattern ("~^a\.com$", "*.a.com", "a.*") is
+     * not a host: such a server redirects to the Host as with
+     * server_name_in_redirect off (nginx writes the pattern)
+     */
+    if (clcf->server_name_in_redirect == 1 && cscf->server_name.len
+        && cscf->server_name.data[0] != '~'
+        && cscf->server_name.data[0] != '*'
+        && cscf->server_name.data[cscf->server_name.len - 1] != '*')
+    {
         host = cscf->server_name;
 
     } else if (r->headers_in.server.len) {

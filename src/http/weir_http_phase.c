@@ -895,7 +895,7 @@ weir_http_core_find_static_location(weir_http_request_t *r,
 
         n = (len <= (size_t) node->len) ? len : node->len;
 
-        rc = weir_memcmp(uri, node->name, n);
+        rc = weir_http_location_cmp(uri, node->name, n);
 
         if (rc != 0) {
             node = (rc < 0) ? node->left : node->right;
@@ -1110,7 +1110,12 @@ weir_http_map_uri_to_path(weir_http_request_t *r, weir_str_t *path,
         return NULL;
     }
 
-    if (alias > r->uri.len) {
+    if (alias == WEIR_MAX_SIZE_T_VALUE) {
+        /* the alias of a regex location names the file itself; a name
+         * try_files found is appended (add_uri_to_alias), as in nginx */
+        alias = r->add_uri_to_alias ? 0 : r->uri.len;
+
+    } else if (alias > r->uri.len) {
         alias = r->uri.len;
     }
 

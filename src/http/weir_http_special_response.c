@@ -428,7 +428,8 @@ weir_http_send_memory_body(weir_http_request_t *r, unsigned char *data,
  * A response with a fixed body (the return directive and friends). For
  * a redirect status body is the URL: it becomes Location and the status
  * is returned so that finalizing sends the built-in page (or the
- * error_page for it).
+ * error_page for it). Without content_type the body has the type of the
+ * URI's extension or default_type, as any file would.
  */
 
 weir_int_t
@@ -480,6 +481,13 @@ weir_http_send_response(weir_http_request_t *r, weir_uint_t status,
         r->headers_out.content_type = *content_type;
         r->headers_out.content_type_len = content_type->len;
         r->headers_out.content_type_lowcase = NULL;
+
+    } else if (status >= WEIR_HTTP_OK && status != WEIR_HTTP_NO_CONTENT
+               && weir_http_set_content_type(r) != WEIR_OK)
+    {
+        /* as nginx: the type of the URI's extension, else default_type;
+         * a 204 has none (nginx drops it) */
+        return WEIR_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     if (status < 200 || status == WEIR_HTTP_NO_CONTENT

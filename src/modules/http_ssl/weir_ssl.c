@@ -19,7 +19,6 @@
 
 
 #define WEIR_SSL_BUFSIZE            16384
-#define WEIR_SSL_PASSWORD_MAX       4096
 #define WEIR_SSL_MAX_SESSION_SIZE   4096
 
 
@@ -509,122 +508,6 @@ weir_ssl_certificates(weir_conf_t *cf, weir_ssl_t *ssl, weir_array_t *certs,
     ERR_clear_error();
 
     return WEIR_OK;
-}
-
-
-weir_array_t *
-weir_ssl_read_password_file(weir_conf_t *cf, weir_str_t *file)
-{
-    int            fd;
-    ssize_t        n;
-    unsigned char *p, *last, *end, *buf;
-    weir_str_t     name, *pwd;
-    weir_array_t  *passwords;
-    struct stat    st;
-
-    if (weir_ssl_full_name(cf, file, &name) != WEIR_OK) {
-        return NULL;
-    }
-
-    fd = weir_open_file(name.data, WEIR_FILE_RDONLY, WEIR_FILE_OPEN, 0);
-    if (fd == -1) {
-        weir_conf_log_error(WEIR_LOG_EMERG, cf, weir_errno,
-                            "open() \"%s\" failed", name.data);
-        return NULL;
-    }
-
-    if (fstat(fd, &st) == -1) {
-        weir_conf_log_error(WEIR_LOG_EMERG, cf, weir_errno,
-                            "fstat() \"%s\" failed", name.data);
-        (void) close(fd);
-        return NULL;
-    }
-
-    if (st.st_size > 65536) {
-        weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
-                            "password file \"%s\" is too large",
-                            name.data);
-        (void) close(fd);
-        return NULL;
-    }
-
-    buf = weir_pnalloc(cf->temp_pool ? cf->temp_pool : cf->pool,
-                       (size_t) st.st_size + 1);
-    if (buf == NULL) {
-        (void) close(fd);
-        return NULL;
-    }
-
-    n = read(fd, buf, (size_t) st.st_size);
-
-    if (n == -1) {
-        weir_conf_log_error(WEIR_LOG_EMERG, cf, weir_errno,
-                            "read() \"%s\" failed", name.data);
-        (void) close(fd);
-        return NULL;
-    }
-
-    (void) close(fd);
-
-    passwords = weir_array_create(cf->pool, 4, sizeof(weir_str_t));
-    if (passwords == NULL) {
-        return NULL;
-    }
-
-    p = buf;
-    end = buf + n;
-
-    while (p < end) {
-        last = weir_strlchr(p, end, '\n');
-        if (last == NULL) {
-            last = end;
-        }
-
-        name.data = p;
-        name.len = last - p;
-
-        p = last + 1;
-
-        if (name.len && name.data[name.len - 1] == '\r') {
-            name.len--;
-        }
-
-        if (name.len > WEIR_SSL_PASSWORD_MAX) {
-            weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
-                                "password too long in \"%.*s\"",
-                                (int) file->len, file->data);
-            return NULL;
-        }
-
-        if (name.len == 0) {
-            continue;
-        }
-
-        pwd = weir_array_push(passwords);
-        if (pwd == NULL) {
-            return NULL;
-        }
-
-        /* kept for the cycle: keys are loaded for every context */
-        pwd->len = name.len;
-        pwd->data = weir_pnalloc(cf->pool, name.len);
-        if (pwd->data == NULL) {
-            return NULL;
-        }
-
-        weir_memcpy(pwd->data, name.data, name.len);
-    }
-
-    OPENSSL_cleanse(buf, (size_t) n);
-
-    if (passwords->nelts == 0) {
-        weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
-                            "no passwords in \"%.*s\"",
-                            (int) file->len, file->data);
-        return NULL;
-    }
-
-    return passwords;
 }
 
 
