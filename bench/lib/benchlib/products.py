@@ -26,6 +26,11 @@ class Product:
     stop_signals = (signal.SIGTERM,)
     instr_stop_signals = (signal.SIGQUIT, signal.SIGTERM)
     proxy = True            # False: no process of its own (direct)
+    # the reload suite: the signal that makes the master start new
+    # workers on a re-read configuration (the old ones drain and exit);
+    # None: the product reloads otherwise, and reload_skip says how
+    reload_signal = None
+    reload_skip = 'no master process to reload'
 
     def path(self):
         if os.sep in self.binary:
@@ -72,6 +77,7 @@ class Weir(Product):
     name = 'weir'
     template = 'weir.conf'
     conf_name = 'weir.conf'
+    reload_signal = signal.SIGHUP
 
     def __init__(self, binary):
         self.binary = os.path.abspath(binary)
@@ -87,6 +93,7 @@ class Nginx(Product):
     binary = 'nginx'
     template = 'nginx.conf'
     conf_name = 'nginx.conf'
+    reload_signal = signal.SIGHUP
 
     def argv(self, conf, ctx):
         g = 'daemon off;' + (' master_process off;' if ctx['single'] else '')
@@ -105,6 +112,10 @@ class HAProxy(Product):
     l4 = False
     # SIGUSR1: soft stop (the process exits when its connections are done)
     instr_stop_signals = (signal.SIGUSR1, signal.SIGTERM)
+    reload_skip = ('not supported yet: HAProxy runs here as one process '
+                   '(-db) with no master; its reload is master-worker '
+                   'mode (-W) and SIGUSR2, which re-executes the master '
+                   'and hands the listeners over its own way')
 
     def values(self, ctx):
         v = dict(ctx)
@@ -136,6 +147,9 @@ class Caddy(Product):
     template = 'Caddyfile'
     conf_name = 'Caddyfile'
     stop_signals = (signal.SIGINT, signal.SIGTERM)
+    reload_skip = ('not comparable: Caddy reloads in-process through its '
+                   'admin API (caddy reload; off here), with no worker '
+                   'processes to replace')
 
     def argv(self, conf, ctx):
         return [self.path(), 'run', '--config', conf, '--adapter',
