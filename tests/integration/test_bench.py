@@ -17,7 +17,7 @@ from benchlib import arms, products, report, stats, template  # noqa: E402
 from benchlib.probe import (parse_csv, parse_h2load, parse_stats,  # noqa
                             parse_wrk, probe_cpu_pct)
 from benchlib.runner import (COLUMNS, Runner, Settings,  # noqa: E402
-                             callgrind_ir)
+                             callgrind_ir, log_alerts)
 
 
 def step(conns, rps, errors=0, p99_ms=1.0, requests=1000):
@@ -315,10 +315,26 @@ def test_reload_suite_products():
     weir, nginx, haproxy, caddy = products.make(
         ['weir', 'nginx', 'haproxy', 'caddy'], '/bin/true')
     assert weir.reload_signal == nginx.reload_signal == signal.SIGHUP
-    # the others are skipped with a note saying why
-    assert haproxy.reload_signal is None and 'SIGUSR2' in \
-        haproxy.reload_skip
+    assert weir.worker_processes(2) == nginx.worker_processes(2) == 2
+    # HAProxy: master-worker mode for the reload suite only, one worker
+    # process of nbthread threads
+    assert haproxy.reload_signal == signal.SIGUSR2
+    assert haproxy.worker_processes(2) == 1
+    c = ctx(False)
+    assert '-W' not in haproxy.argv('/r/h.cfg', c)
+    c['reload'] = True
+    assert haproxy.argv('/r/h.cfg', c)[1:] == ['-W', '-db', '-f', '/r/h.cfg']
+    assert haproxy.error_log == 'haproxy.err'
+    # Caddy is skipped with a note saying why
     assert caddy.reload_signal is None and 'admin' in caddy.reload_skip
+
+
+def test_log_alerts_any_case(tmp_path):
+    p = tmp_path / 'error.log'
+    p.write_text('2026/12/02 [warn] 1#0: x\n2026/12/02 [alert] 1#0: y\n'
+                 '[ALERT]    (7) : Current worker (8) exited\n[notice] z\n')
+    assert [l[-1] for l in log_alerts(str(p))] == ['y', 'd']
+    assert log_alerts(str(tmp_path / 'none')) == []
 
 
 def reload_row(product, repeat, requests, arm='h1-tiny', **errors):

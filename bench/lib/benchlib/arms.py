@@ -183,9 +183,10 @@ SUITES = (
     Suite('reload', 'reload', (TINY, TLS_TINY),
           'issue 13: wrk -t2 -c32 (it does not retry a failed request) '
           'for 25 s (smoke: 2 s) against a fresh proxy with 2 workers '
-          '(whatever --workers says) while its master gets SIGHUP 50 '
+          '(whatever --workers says) while its master gets its reload '
+          'signal (SIGHUP; HAProxy, in master-worker mode: SIGUSR2) 50 '
           'times (smoke: 3), evenly spaced, each time polling until the '
-          'master has started 2 new workers; every failed request counts',
+          'master has started new workers; every failed request counts',
           products=('weir', 'nginx', 'haproxy', 'caddy'),
           concurrency=(32,),
           options={'workers': 2, 'threads': 2, 'duration': 25,

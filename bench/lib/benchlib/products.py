@@ -31,6 +31,7 @@ class Product:
     # None: the product reloads otherwise, and reload_skip says how
     reload_signal = None
     reload_skip = 'no master process to reload'
+    error_log = 'error.log'     # in the run dir: [alert] lines are read
 
     def path(self):
         if os.sep in self.binary:
@@ -68,6 +69,11 @@ class Product:
         """How many client connections the rendered configuration
         accepts at most."""
         return conns
+
+    def worker_processes(self, workers):
+        """How many worker processes its master runs for workers (what
+        a reload replaces)."""
+        return workers
 
     def env(self, ctx):
         return {}
@@ -112,10 +118,11 @@ class HAProxy(Product):
     l4 = False
     # SIGUSR1: soft stop (the process exits when its connections are done)
     instr_stop_signals = (signal.SIGUSR1, signal.SIGTERM)
-    reload_skip = ('not supported yet: HAProxy runs here as one process '
-                   '(-db) with no master; its reload is master-worker '
-                   'mode (-W) and SIGUSR2, which re-executes the master '
-                   'and hands the listeners over its own way')
+    # the reload suite runs it in master-worker mode (-W): SIGUSR2
+    # re-executes the master, which starts a new worker and tells the
+    # old one to finish (soft stop)
+    reload_signal = signal.SIGUSR2
+    error_log = 'haproxy.err'   # no log section: alerts go to stderr
 
     def values(self, ctx):
         v = dict(ctx)
@@ -130,8 +137,13 @@ class HAProxy(Product):
     def max_connections(self, conns, nofile):
         return self.maxconn({'conns': conns, 'nofile': nofile})
 
+    def worker_processes(self, workers):
+        # one worker process of nbthread threads
+        return 1
+
     def argv(self, conf, ctx):
-        return [self.path(), '-db', '-f', conf]
+        return [self.path()] + (['-W'] if ctx.get('reload') else []) + \
+            ['-db', '-f', conf]
 
 
 class HAProxyL4(HAProxy):

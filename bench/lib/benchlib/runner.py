@@ -148,9 +148,10 @@ class Runner:
                                  else self.cpu0())
 
     def start(self, product, arm, origin_port, rundir, single=False,
-              wrapper=(), ready_timeout=10.0, workers=None):
+              wrapper=(), ready_timeout=10.0, workers=None, reload=False):
         """Renders the product's configuration into rundir and starts it
-        (with workers workers, default --workers); returns Running.
+        (with workers workers, default --workers; reload: the way it can
+        be reloaded, e.g. HAProxy's master-worker mode); returns Running.
         Raises procs.ProcError when it does not serve."""
         tls = arm.client_tls
         if not product.proxy:
@@ -161,7 +162,7 @@ class Runner:
                'pem': self.tls_paths['pem'],
                'workers': 1 if single else (workers or self.s.workers),
                'conns': self.conns, 'nofile': self.nofile, 'rundir': rundir,
-               'single': single}
+               'single': single, 'reload': reload}
         conf = os.path.join(rundir, product.conf_name)
         with open(conf, 'w') as f:
             f.write(product.render(ctx))
@@ -573,22 +574,23 @@ class Runner:
         d = self.subdir(suite.name, arm.name, '%s-r%d' % (product.name, r))
         try:
             run = self.start(product, arm, origin_port, d,
-                             wrapper=self.cpu1(), workers=workers)
+                             wrapper=self.cpu1(), workers=workers,
+                             reload=True)
         except procs.ProcError as e:
             self.fail(suite, '%s did not start: %s' % (what, e))
             return
         client = None
+        nproc = product.worker_processes(workers)
         try:
             pid = run.proc.pid
             # every worker up before the load starts
-            if procs.wait_new_children(pid, (), workers, 10.0) is None:
-                raise procs.ProcError('%s: %d workers did not start'
-                                      % (what, workers))
+            if procs.wait_new_children(pid, (), nproc, 10.0) is None:
+                raise procs.ProcError('%s: %d worker process(es) did not '
+                                      'start' % (what, nproc))
             client = self.reload_client(suite, arm, run, tool, conns,
                                         duration, name)
             done, took = self.send_reloads(suite, run, client,
-                                           duration, reloads, workers,
-                                           what)
+                                           duration, reloads, nproc, what)
             try:
                 client.popen.wait(duration + 30)
             except subprocess.TimeoutExpired:
@@ -615,23 +617,17 @@ class Runner:
             if not run.proc.alive():
                 self.fail(suite, '%s died during %s' % (product.name,
                                                         name))
+            # before the stop (HAProxy's master logs an alert when its
+            # worker is terminated): a worker that crashed or did not
+            # start on a reload shows here, its master having replaced it
+            self.reload_alerts(suite, product, os.path.join(
+                d, product.error_log), what)
         except procs.ProcError as e:
             self.fail(suite, str(e))
         finally:
             if client:
                 client.stop((signal.SIGTERM,), grace=2.0)
             self.stop(run)
-        # a worker that crashed or failed to start on a reload says so
-        # here; the master replaces it, so the run alone may not show it
-        bad = log_alerts(os.path.join(d, 'error.log'))
-        if bad:
-            text = '%s: %d [alert]/[emerg]/[crit] line(s) in %s: %s' % (
-                what, len(bad), os.path.relpath(
-                    os.path.join(d, 'error.log'), self.rundir), bad[0])
-            if self.s.smoke and product.name == 'weir':
-                self.fail(suite, text)
-            else:
-                self.note(suite, text)
         self.rows.append(out)
         self.log('  %-8s %-16s r%d %s requests, %s errors, %s reloads '
                  '(slowest %s s)' % (product.name, arm.name, r,
@@ -648,14 +644,25 @@ class Runner:
         elif product == 'weir':
             self.smoke_check(suite, row, what, name)
 
+    def reload_alerts(self, suite, product, path, what):
+        bad = log_alerts(path)
+        if not bad:
+            return
+        text = '%s: %d [alert]/[emerg]/[crit] line(s) in %s: %s' % (
+            what, len(bad), os.path.relpath(path, self.rundir), bad[0])
+        if self.s.smoke and product.name == 'weir':
+            self.fail(suite, text)
+        else:
+            self.note(suite, text)
+
     def send_reloads(self, suite, run, client, duration, n, workers, what):
         """Sends the product's reload signal to its master (the master
         alone: the workers must not see it) n times at duration / (n + 1)
         intervals from now, while the client runs; after each, polls
-        until the master has started that many new workers. Stops early
-        when a reload does not take, the client is done, or the next
-        reload would come in the last half interval. Returns (reloads
-        done, [seconds each took to take])."""
+        until the master has started workers new worker processes. Stops
+        early when a reload does not take, the client is done, or the
+        next reload would come in the last half interval. Returns
+        (reloads done, [seconds each took to take])."""
         interval = duration / float(n + 1)
         t0 = time.monotonic()
         took = []
@@ -677,7 +684,8 @@ class Runner:
             t = procs.wait_new_children(pid, old, workers, 10.0)
             if t is None:
                 self.fail(suite, '%s: reload %d did not take (no %d new '
-                          'workers after 10 s)' % (what, i, workers))
+                          'worker process(es) after 10 s)'
+                          % (what, i, workers))
                 break
             took.append(t)
         return len(took), took
@@ -688,7 +696,7 @@ def log_alerts(path):
     try:
         with open(path, errors='replace') as f:
             return [l.rstrip() for l in f
-                    if re.search(r'\[(alert|emerg|crit)\]', l)]
+                    if re.search(r'\[(alert|emerg|crit)\]', l, re.I)]
     except OSError:
         return []
 
