@@ -4,6 +4,7 @@ CSV and report parsing. No process is started: `make test` runs the
 harness itself as its own stage (bench/run --smoke)."""
 
 import os
+import signal
 import sys
 
 import pytest
@@ -16,7 +17,7 @@ from benchlib import arms, products, report, stats, template  # noqa: E402
 from benchlib.probe import (parse_csv, parse_h2load, parse_stats,  # noqa
                             parse_wrk, probe_cpu_pct)
 from benchlib.runner import (COLUMNS, Runner, Settings,  # noqa: E402
-                             callgrind_ir)
+                             callgrind_ir, log_alerts)
 
 
 def step(conns, rps, errors=0, p99_ms=1.0, requests=1000):
@@ -234,7 +235,16 @@ def test_tool_output_parsing():
            '  Socket errors: connect 0, read 2, write 0, timeout 1\n'
            'Requests/sec:  26172.50\n')
     assert parse_wrk(wrk) == {'rps': 26172.5, 'requests': 52345,
-                              'errors': 3}
+                              'errors': 3, 'err_connect': 0, 'err_read': 2,
+                              'err_write': 0, 'err_timeout': 1,
+                              'status_non2xx': 0}
+    # the reload suite's figures: each kind, non-2xx among the errors
+    row = parse_wrk(wrk.replace('Requests/sec',
+                                '  Non-2xx or 3xx responses: 4\n'
+                                'Requests/sec'))
+    assert row['status_non2xx'] == 4 and row['errors'] == 7
+    row = parse_wrk('  10 requests in 1.00s, 1KB read\nRequests/sec: 10\n')
+    assert row['errors'] == 0 and row['err_read'] == 0
     h2 = ('finished in 2.00s, 24000.50 req/s, 3.2MB/s\n'
           'requests: 48001 total, 48009 started, 48001 done, 48000 '
           'succeeded, 1 failed, 0 errored, 0 timeout\n')
@@ -295,3 +305,109 @@ def test_report_idle_and_instr_figures():
         r.update(requests=n, instr_ir=ir)
         rows.append(r)
     assert report.instr_figures(rows)['weir']['per_req'] == 20000
+
+
+def test_reload_suite_products():
+    s = arms.suite('reload')
+    assert s.kind == 'reload' and s.concurrency == (32,)
+    assert s.options['workers'] == 2 and s.options['reloads'] == 50
+    assert [g.metric for g in s.goals] == ['reload_errors'] * 2
+    weir, nginx, haproxy, caddy = products.make(
+        ['weir', 'nginx', 'haproxy', 'caddy'], '/bin/true')
+    assert weir.reload_signal == nginx.reload_signal == signal.SIGHUP
+    assert weir.worker_processes(2) == nginx.worker_processes(2) == 2
+    # HAProxy: master-worker mode for the reload suite only, one worker
+    # process of nbthread threads
+    assert haproxy.reload_signal == signal.SIGUSR2
+    assert haproxy.worker_processes(2) == 1
+    c = ctx(False)
+    assert '-W' not in haproxy.argv('/r/h.cfg', c)
+    c['reload'] = True
+    assert haproxy.argv('/r/h.cfg', c)[1:] == ['-W', '-db', '-f', '/r/h.cfg']
+    assert haproxy.error_log == 'haproxy.err'
+    # Caddy is skipped with a note saying why
+    assert caddy.reload_signal is None and 'admin' in caddy.reload_skip
+
+
+def test_log_alerts_any_case(tmp_path):
+    p = tmp_path / 'error.log'
+    p.write_text('2026/12/02 [warn] 1#0: x\n2026/12/02 [alert] 1#0: y\n'
+                 '[ALERT]    (7) : Current worker (8) exited\n[notice] z\n')
+    assert [l[-1] for l in log_alerts(str(p))] == ['y', 'd']
+    assert log_alerts(str(tmp_path / 'none')) == []
+
+
+def reload_row(product, repeat, requests, arm='h1-tiny', **errors):
+    r = {c: '' for c in COLUMNS}
+    kinds = dict(err_connect=0, err_read=0, err_write=0, err_timeout=0,
+                 status_non2xx=0)
+    kinds.update(errors)
+    r.update(suite='reload', arm=arm, product=product, tool='wrk',
+             repeat=repeat, conns=32, duration_s=25, requests=requests,
+             rps=requests / 25.0, errors=sum(kinds.values()), reloads=50,
+             reload_max_s=0.02, **kinds)
+    return r
+
+
+def test_report_reload_figures_and_goal():
+    rows = [reload_row('weir', 0, 1000), reload_row('weir', 1, 1100),
+            reload_row('weir', 2, 900),
+            reload_row('nginx', 0, 800, err_read=30),
+            reload_row('nginx', 1, 900, err_read=40, status_non2xx=2),
+            reload_row('nginx', 2, 700, err_read=20)]
+    figs = report.reload_figures(rows)
+    assert stats.median(f['errors'] for f in figs['nginx'].values()) == 30
+    assert figs['nginx'][1]['non2xx'] == 2
+    assert report.reload_errors(figs, 'weir') == 0
+    # the goal counts every repeat: one bad repeat is not a median away
+    assert report.reload_errors(figs, 'nginx') == 92
+    suite = arms.suite('reload')
+
+    def goals(rows, repeat=3):
+        sm = report.Summary([suite], rows, Settings(repeat=repeat),
+                            {'title': 't', 'date': 'd', 'command': 'c',
+                             'weir': 'w', 'layout': 'l', 'settings': 's'},
+                            [], [])
+        text = sm.build()
+        return text, sm.goals
+
+    text, gs = goals(rows)
+    assert '| weir | 1000 | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 50 |' in text
+    assert gs[0] == ('reload', 'reload H1: weir errors == 0',
+                     '0 in 3000 requests (nginx: 92 in 2400)', 'met')
+    # no TLS rows: no verdict for an arm that did not run
+    assert len(gs) == 1
+    rows[1] = reload_row('weir', 1, 1100, err_read=1)
+    assert goals(rows)[1][0][3] == 'missed'
+    # a count, not a ratio: one repeat gives a plain verdict
+    assert goals(rows[:1], repeat=1)[1][0][3] == 'met'
+
+
+def test_reload_smoke_fails_on_weir_errors_only():
+    failures = {}
+    for smoke in (True, False):
+        r = Runner.__new__(Runner)      # no processes: only what it needs
+        r.s = Settings(smoke=smoke)
+        r.failures = []
+        r.log = lambda text: None
+        suite = arms.suite('reload')
+        r.reload_check(suite, 'weir', parse_wrk(
+            '  9 requests in 2s\n  Socket errors: connect 0, read 3, '
+            'write 0, timeout 0\nRequests/sec: 4.5\n'), 'h1-tiny weir r0',
+            '0001-reload')
+        # nginx loses requests on a reload: a figure, even in a smoke
+        r.reload_check(suite, 'nginx', parse_wrk(
+            '  9 requests in 2s\n  Socket errors: connect 0, read 7, '
+            'write 0, timeout 0\nRequests/sec: 4.5\n'), 'h1-tiny nginx r0',
+            '0002-reload')
+        # nothing answered at all is a broken product or harness
+        r.reload_check(suite, 'nginx', {'rps': 0.0, 'requests': 0,
+                                        'errors': 0}, 'h1tls-tiny nginx r0',
+                       '0003-reload')
+        failures[smoke] = r.failures
+    assert failures[True] == [
+        ('reload', 'h1-tiny weir r0: 3 error(s) (read 3): see '
+         'raw/0001-reload.log'),
+        ('reload', 'h1tls-tiny nginx r0: no request succeeded')]
+    assert failures[False] == [
+        ('reload', 'h1tls-tiny nginx r0: no request succeeded')]

@@ -52,7 +52,9 @@ class Goal:
     per-repeat ratios), bound (weir / bound), idle_cost (weir's
     throughput with the idle connections / without), idle_rss (weir's
     RSS per idle connection / peer's), instr (weir's instructions per
-    request / peer's), crosscheck (tool / weir-probe throughput).
+    request / peer's), crosscheck (tool / weir-probe throughput),
+    reload_errors (weir's failed requests during the reloads, summed
+    over the repeats: a count, not a ratio).
     op: '>=' or '<=' threshold, or 'within' (|ratio - 1| <= threshold).
     """
     text: str
@@ -67,7 +69,7 @@ class Goal:
 @dataclass(frozen=True)
 class Suite:
     name: str
-    kind: str                   # ramp | idle | instr | crosscheck
+    kind: str                   # ramp | idle | instr | crosscheck | reload
     arms: tuple
     description: str
     products: tuple = ('weir', 'nginx', 'haproxy', 'caddy', 'direct', 'l4')
@@ -178,6 +180,21 @@ SUITES = (
                  Goal('crosscheck: h2load within +-15% of weir-probe',
                       'h1-tiny', 'crosscheck', 'within', 0.15,
                       peer='h2load'))),
+    Suite('reload', 'reload', (TINY, TLS_TINY),
+          'issue 13: wrk -t2 -c32 (it does not retry a failed request) '
+          'for 25 s (smoke: 2 s) against a fresh proxy with 2 workers '
+          '(whatever --workers says) while its master gets its reload '
+          'signal (SIGHUP; HAProxy, in master-worker mode: SIGUSR2) 50 '
+          'times (smoke: 3), evenly spaced, each time polling until the '
+          'master has started new workers; every failed request counts',
+          products=('weir', 'nginx', 'haproxy', 'caddy'),
+          concurrency=(32,),
+          options={'workers': 2, 'threads': 2, 'duration': 25,
+                   'reloads': 50, 'smoke_duration': 2, 'smoke_reloads': 3},
+          goals=(Goal('reload H1: weir errors == 0', 'h1-tiny',
+                      'reload_errors', '<=', 0),
+                 Goal('reload H1 TLS: weir errors == 0', 'h1tls-tiny',
+                      'reload_errors', '<=', 0))),
 )
 
 SUITE_NAMES = tuple(s.name for s in SUITES)

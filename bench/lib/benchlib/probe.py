@@ -65,22 +65,25 @@ def parse_stats(body):
 
 
 def parse_wrk(text):
-    """{'rps', 'requests', 'errors'} from wrk's report, or None."""
+    """{'rps', 'requests', 'errors', 'err_connect', 'err_read',
+    'err_write', 'err_timeout', 'status_non2xx'} from wrk's report, or
+    None. errors is their sum; status_non2xx is wrk's "Non-2xx or 3xx
+    responses" (wrk does not split them by class)."""
     m = re.search(r'Requests/sec:\s+([\d.]+)', text)
     if not m:
         return None
     out = {'rps': float(m.group(1))}
     m = re.search(r'(\d+) requests in', text)
     out['requests'] = int(m.group(1)) if m else None
-    errors = 0
     m = re.search(r'Socket errors: connect (\d+), read (\d+), write (\d+), '
                   r'timeout (\d+)', text)
-    if m:
-        errors += sum(int(x) for x in m.groups())
+    kinds = [int(x) for x in m.groups()] if m else [0, 0, 0, 0]
+    for k, v in zip(('err_connect', 'err_read', 'err_write', 'err_timeout'),
+                    kinds):
+        out[k] = v
     m = re.search(r'Non-2xx or 3xx responses: (\d+)', text)
-    if m:
-        errors += int(m.group(1))
-    out['errors'] = errors
+    out['status_non2xx'] = int(m.group(1)) if m else 0
+    out['errors'] = sum(kinds) + out['status_non2xx']
     return out
 
 

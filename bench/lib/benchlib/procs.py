@@ -30,7 +30,8 @@ class Proc:
         self.argv = argv
         self.out_path = os.path.join(rundir, name + '.out')
         self.err_path = os.path.join(rundir, name + '.err')
-        with open(os.path.join(rundir, name + '.cmd'), 'w') as f:
+        self.cmd_path = os.path.join(rundir, name + '.cmd')
+        with open(self.cmd_path, 'w') as f:
             f.write(' '.join(argv) + '\n')
         full_env = dict(os.environ)
         if env:
@@ -108,6 +109,26 @@ class Proc:
         if self in Proc.live:
             Proc.live.remove(self)
         return self.popen.returncode
+
+    def keep_log(self, path):
+        """Writes the command, exit status, stdout and stderr to path in
+        the form of run()'s logs, and removes the separate files."""
+        parts = []
+        for p in (self.out_path, self.err_path):
+            try:
+                with open(p, errors='replace') as f:
+                    parts.append(f.read())
+            except OSError:
+                parts.append('')
+        with open(path, 'w') as f:
+            f.write('$ %s\n# status %s\n%s\n# stderr\n%s'
+                    % (' '.join(self.argv), self.popen.returncode, parts[0],
+                       parts[1]))
+        for p in (self.out_path, self.err_path, self.cmd_path):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
 
     @classmethod
     def stop_all(cls):
@@ -233,6 +254,32 @@ def tree(pid):
         out.append(p)
         todo.extend(kids.get(p, ()))
     return out
+
+
+def children(pid):
+    """The direct children of pid (a master's workers), alive or not yet
+    reaped, from /proc/PID/task/PID/children, or by a scan of /proc
+    where the kernel lacks that file."""
+    try:
+        with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return _children_map().get(pid, [])
+
+
+def wait_new_children(pid, old, count, timeout):
+    """Polls until pid has count children that are not in old (a reload
+    took: the master started new workers); returns the seconds it took,
+    or None after timeout or when pid is gone."""
+    start = time.monotonic()
+    while True:
+        if _stat(pid) is None:
+            return None
+        if len(set(children(pid)) - set(old)) >= count:
+            return time.monotonic() - start
+        if time.monotonic() - start > timeout:
+            return None
+        time.sleep(0.01)
 
 
 def cpu_seconds(pid):

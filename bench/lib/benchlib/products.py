@@ -26,6 +26,12 @@ class Product:
     stop_signals = (signal.SIGTERM,)
     instr_stop_signals = (signal.SIGQUIT, signal.SIGTERM)
     proxy = True            # False: no process of its own (direct)
+    # the reload suite: the signal that makes the master start new
+    # workers on a re-read configuration (the old ones drain and exit);
+    # None: the product reloads otherwise, and reload_skip says how
+    reload_signal = None
+    reload_skip = 'no master process to reload'
+    error_log = 'error.log'     # in the run dir: [alert] lines are read
 
     def path(self):
         if os.sep in self.binary:
@@ -64,6 +70,11 @@ class Product:
         accepts at most."""
         return conns
 
+    def worker_processes(self, workers):
+        """How many worker processes its master runs for workers (what
+        a reload replaces)."""
+        return workers
+
     def env(self, ctx):
         return {}
 
@@ -72,6 +83,7 @@ class Weir(Product):
     name = 'weir'
     template = 'weir.conf'
     conf_name = 'weir.conf'
+    reload_signal = signal.SIGHUP
 
     def __init__(self, binary):
         self.binary = os.path.abspath(binary)
@@ -87,6 +99,7 @@ class Nginx(Product):
     binary = 'nginx'
     template = 'nginx.conf'
     conf_name = 'nginx.conf'
+    reload_signal = signal.SIGHUP
 
     def argv(self, conf, ctx):
         g = 'daemon off;' + (' master_process off;' if ctx['single'] else '')
@@ -105,6 +118,11 @@ class HAProxy(Product):
     l4 = False
     # SIGUSR1: soft stop (the process exits when its connections are done)
     instr_stop_signals = (signal.SIGUSR1, signal.SIGTERM)
+    # the reload suite runs it in master-worker mode (-W): SIGUSR2
+    # re-executes the master, which starts a new worker and tells the
+    # old one to finish (soft stop)
+    reload_signal = signal.SIGUSR2
+    error_log = 'haproxy.err'   # no log section: alerts go to stderr
 
     def values(self, ctx):
         v = dict(ctx)
@@ -119,8 +137,13 @@ class HAProxy(Product):
     def max_connections(self, conns, nofile):
         return self.maxconn({'conns': conns, 'nofile': nofile})
 
+    def worker_processes(self, workers):
+        # one worker process of nbthread threads
+        return 1
+
     def argv(self, conf, ctx):
-        return [self.path(), '-db', '-f', conf]
+        return [self.path()] + (['-W'] if ctx.get('reload') else []) + \
+            ['-db', '-f', conf]
 
 
 class HAProxyL4(HAProxy):
@@ -136,6 +159,9 @@ class Caddy(Product):
     template = 'Caddyfile'
     conf_name = 'Caddyfile'
     stop_signals = (signal.SIGINT, signal.SIGTERM)
+    reload_skip = ('not comparable: Caddy reloads in-process through its '
+                   'admin API (caddy reload; off here), with no worker '
+                   'processes to replace')
 
     def argv(self, conf, ctx):
         return [self.path(), 'run', '--config', conf, '--adapter',

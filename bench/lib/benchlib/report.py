@@ -133,6 +133,39 @@ def cross_counted(rows):
     return out
 
 
+RELOAD_KEYS = ('requests', 'rps', 'errors', 'err_connect', 'err_read',
+               'err_write', 'err_timeout', 'non2xx', 'reloads',
+               'reload_max_s')
+
+
+def reload_figures(rows):
+    """{product: {repeat: figures}} of the reload suite's rows (one per
+    product and repeat): requests, req/s, errors and their kinds (non2xx:
+    wrk's "Non-2xx or 3xx", or weir-probe's 4xx + 5xx + other), reloads
+    done and the slowest reload's time to take."""
+    figs = {}
+    for r in rows:
+        f = {k: _num(r.get(k)) for k in RELOAD_KEYS if k != 'non2xx'}
+        if _num(r.get('status_non2xx')) is not None:
+            f['non2xx'] = r['status_non2xx']
+        else:
+            parts = [_num(r.get(k)) for k in ('status_4xx', 'status_5xx',
+                                              'status_other')]
+            f['non2xx'] = None if all(x is None for x in parts) else \
+                sum(x or 0 for x in parts)
+        figs.setdefault(r['product'], {})[r['repeat']] = f
+    return figs
+
+
+def reload_errors(figs, product):
+    """The product's failed requests summed over its repeats (None when
+    no repeat has a figure): the goal is zero in every repeat, which a
+    median would hide."""
+    errs = [f['errors'] for f in figs.get(product, {}).values()
+            if f['errors'] is not None]
+    return sum(errs) if errs else None
+
+
 def fmt(v, spec='%.0f'):
     return 'n/a' if v is None else spec % v
 
@@ -171,7 +204,8 @@ class Summary:
             self.w(suite.description + '.')
             self.w()
             {'ramp': self.ramp, 'idle': self.idle, 'instr': self.instr,
-             'crosscheck': self.cross}[suite.kind](suite)
+             'crosscheck': self.cross,
+             'reload': self.reload}[suite.kind](suite)
             for sname, text in self.notes:
                 if sname == suite.name:
                     self.w('- note: ' + text)
@@ -194,16 +228,18 @@ class Summary:
             self.w('Smoke run: one short step, verdicts mean nothing.')
         return '\n'.join(self.lines) + '\n'
 
-    def goal(self, suite, g, value, spec='%.2f'):
+    def goal(self, suite, g, value, spec='%.2f', figure=None):
         ok = stats.check(g.op, value, g.threshold)
         if ok is None:
             verdict = 'n/a'
-        elif self.s.repeat < 3 and g.metric not in ('instr',
-                                                    'crosscheck'):
+        elif self.s.repeat < 3 and g.metric not in ('instr', 'crosscheck',
+                                                    'reload_errors'):
             verdict = ('met' if ok else 'missed') + ' (< 3 repeats)'
         else:
             verdict = 'met' if ok else 'missed'
-        self.goals.append((suite.name, g.text, fmt(value, spec), verdict))
+        self.goals.append((suite.name, g.text,
+                           figure if figure is not None and value is not None
+                           else fmt(value, spec), verdict))
 
     # ----- per kind
 
@@ -363,6 +399,49 @@ class Summary:
             self.w()
         for g in suite.goals:
             self.goal(suite, g, worst.get(g.peer))
+
+    def reload(self, suite):
+        for arm in suite.arms:
+            rows = self.rows_of(suite, arm)
+            if not rows:
+                continue
+            figs = reload_figures(rows)
+            tools = sorted({r['tool'] for r in rows})
+            self.w('### %s: %s' % (arm.name, arm.label))
+            self.w()
+            self.w('%s -c%s, %s s, %d worker(s); median of %d repeat(s) '
+                   'per product; "all repeats": the sum.'
+                   % (', '.join(tools), rows[0]['conns'],
+                      fmt(_num(rows[0]['duration_s']), '%.0f'),
+                      suite.options.get('workers', 2), self.s.repeat))
+            self.w()
+            self.w('| product | requests | req/s | errors | connect | read '
+                   '| write | timeout | non-2xx | reloads | slowest reload '
+                   's | errors, all repeats |')
+            self.w('|' + ' --- |' * 12)
+            for p in [p for p in ('weir',) + PEERS if p in figs]:
+                m = lambda k, spec='%.0f': fmt(stats.median(
+                    f[k] for f in figs[p].values()), spec)
+                self.w('|' + ' %s |' * 12 % (
+                    p, m('requests'), m('rps'), m('errors'),
+                    m('err_connect'), m('err_read'), m('err_write'),
+                    m('err_timeout'), m('non2xx'), m('reloads'),
+                    m('reload_max_s', '%.3f'),
+                    fmt(reload_errors(figs, p))))
+            self.w()
+            for g in suite.goals:
+                if g.arm != arm.name:
+                    continue
+                value = reload_errors(figs, 'weir')
+                reqs = sum(f['requests'] or 0
+                           for f in figs.get('weir', {}).values())
+                peer = reload_errors(figs, g.peer)
+                figure = '%s in %d requests' % (fmt(value), reqs)
+                if peer is not None:
+                    figure += ' (%s: %d in %d)' % (
+                        g.peer, peer, sum(f['requests'] or 0 for f in
+                                          figs[g.peer].values()))
+                self.goal(suite, g, value, figure=figure)
 
 
 def _counted(texts):

@@ -7,6 +7,7 @@ clause (bench/run also stops whatever is left on exit or Ctrl-C)."""
 import os
 import re
 import signal
+import subprocess
 import time
 
 from . import procs
@@ -19,10 +20,11 @@ COLUMNS = (
     'suite', 'arm', 'topology', 'product', 'tool', 'repeat', 'turn',
     'conns', 'hold', 'duration_s', 'requests', 'rps', 'errors',
     'err_connect', 'err_timeout', 'err_read', 'err_write', 'status_4xx',
-    'status_5xx', 'status_other', 'p50_us', 'p90_us', 'p99_us', 'p999_us',
-    'max_us', 'mean_us', 'meets', 'proxy_cpu_s', 'cpu_us_per_req',
-    'rss_kib', 'hwm_kib', 'probe_cpu_pct', 'origin_conns', 'origin_reqs',
-    'instr_n', 'instr_ir', 'note',
+    'status_5xx', 'status_other', 'status_non2xx', 'p50_us', 'p90_us',
+    'p99_us', 'p999_us', 'max_us', 'mean_us', 'meets', 'proxy_cpu_s',
+    'cpu_us_per_req', 'rss_kib', 'hwm_kib', 'probe_cpu_pct',
+    'origin_conns', 'origin_reqs', 'instr_n', 'instr_ir', 'reloads',
+    'reload_max_s', 'note',
 )
 
 PROBE_COLUMNS = ('duration_s', 'requests', 'rps', 'errors', 'err_connect',
@@ -46,6 +48,9 @@ class Settings:
         self.hold = None          # idle connections; None: the suite's
         self.instr_n = (2000, 12000)
         self.instr_warmup = 200
+        self.reloads = None       # reloads of the reload suite; None: its
+        self.duration_given = False   # --duration given: it overrides a
+        #                               suite's own duration (reload)
         self.__dict__.update(kw)
 
 
@@ -143,9 +148,11 @@ class Runner:
                                  else self.cpu0())
 
     def start(self, product, arm, origin_port, rundir, single=False,
-              wrapper=(), ready_timeout=10.0):
-        """Renders the product's configuration into rundir and starts it;
-        returns Running. Raises procs.ProcError when it does not serve."""
+              wrapper=(), ready_timeout=10.0, workers=None, reload=False):
+        """Renders the product's configuration into rundir and starts it
+        (with workers workers, default --workers; reload: the way it can
+        be reloaded, e.g. HAProxy's master-worker mode); returns Running.
+        Raises procs.ProcError when it does not serve."""
         tls = arm.client_tls
         if not product.proxy:
             return Running(product, None, origin_port, rundir, tls)
@@ -153,9 +160,9 @@ class Runner:
         ctx = {'port': port, 'origin_port': origin_port, 'tls': tls,
                'cert': self.tls_paths['cert'], 'key': self.tls_paths['key'],
                'pem': self.tls_paths['pem'],
-               'workers': 1 if single else self.s.workers,
+               'workers': 1 if single else (workers or self.s.workers),
                'conns': self.conns, 'nofile': self.nofile, 'rundir': rundir,
-               'single': single}
+               'single': single, 'reload': reload}
         conf = os.path.join(rundir, product.conf_name)
         with open(conf, 'w') as f:
             f.write(product.render(ctx))
@@ -257,7 +264,8 @@ class Runner:
         self.log('== suite %s: %s' % (suite.name, suite.description))
         kind = {'ramp': self.run_ramp, 'idle': self.run_idle,
                 'instr': self.run_instr,
-                'crosscheck': self.run_crosscheck}[suite.kind]
+                'crosscheck': self.run_crosscheck,
+                'reload': self.run_reload}[suite.kind]
         try:
             kind(suite)
         except procs.ProcError as e:
@@ -501,6 +509,196 @@ class Runner:
             self.smoke_check(suite, row, '%s c=%d' % (tool, c), name)
         self.rows.append(out)
         self.log('  %-10s r%d c=%-4d %s req/s' % (tool, r, c, out['rps']))
+
+    def run_reload(self, suite):
+        """Issue 13: per arm, repeat and product (order rotated by the
+        repeat), a fresh proxy with the suite's workers; wrk (or
+        weir-probe) loads it for the duration while its master gets the
+        reload signal N times, evenly spaced, each time waiting (a
+        bounded poll) until the master has started new workers."""
+        opt = suite.options
+        if self.s.smoke:
+            duration = opt['smoke_duration']
+            reloads = self.s.reloads or opt['smoke_reloads']
+        else:
+            duration = self.s.duration if self.s.duration_given else \
+                opt['duration']
+            reloads = self.s.reloads or opt['reloads']
+        # wrk's -d takes whole seconds
+        duration = max(1, int(round(duration)))
+        tool = 'wrk' if which('wrk') else 'weir-probe'
+        if tool != 'wrk':
+            self.note(suite, 'wrk not found (bench/deps): weir-probe '
+                      'client instead (it also reconnects and does not '
+                      'retry a failed request)')
+        origin, origin_port = self.start_origin(suite)
+        try:
+            for arm in suite.arms:
+                products = []
+                for p in self.suite_products(suite, arm):
+                    if p.reload_signal is None:
+                        self.note(suite, '%s %s skipped: %s'
+                                  % (arm.name, p.name, p.reload_skip))
+                    else:
+                        products.append(p)
+                for r in range(self.s.repeat):
+                    for turn, p in enumerate(stats.rotate(products, r)):
+                        self.reload_turn(suite, arm, p, r, turn,
+                                         origin_port, tool, duration,
+                                         reloads)
+        finally:
+            origin.stop()
+
+    def reload_client(self, suite, arm, run, tool, conns, duration, name):
+        """Starts the load of a reload turn in the background."""
+        threads = suite.options.get('threads', 2)
+        if tool == 'wrk':
+            argv = ['wrk', '-t%d' % threads, '-c%d' % conns,
+                    '-d%ds' % duration, run.url(arm.path)]
+        else:
+            argv = self.client_argv(arm, run, conns, duration)
+        return procs.Proc(name, self.cpu0() + argv, self.subdir('raw'))
+
+    def reload_turn(self, suite, arm, product, r, turn, origin_port, tool,
+                    duration, reloads):
+        self.seq += 1
+        name = '%04d-%s-%s-%s-r%d' % (self.seq, suite.name, arm.name,
+                                      product.name, r)
+        workers = suite.options.get('workers', 2)
+        conns = suite.concurrency[0]
+        what = '%s %s r%d' % (arm.name, product.name, r)
+        out = {c: '' for c in COLUMNS}
+        out.update(suite=suite.name, arm=arm.name, topology=arm.topology,
+                   product=product.name, tool=tool, repeat=r, turn=turn,
+                   conns=conns, hold=0, duration_s=duration)
+        d = self.subdir(suite.name, arm.name, '%s-r%d' % (product.name, r))
+        try:
+            run = self.start(product, arm, origin_port, d,
+                             wrapper=self.cpu1(), workers=workers,
+                             reload=True)
+        except procs.ProcError as e:
+            self.fail(suite, '%s did not start: %s' % (what, e))
+            return
+        client = None
+        nproc = product.worker_processes(workers)
+        try:
+            pid = run.proc.pid
+            # every worker up before the load starts
+            if procs.wait_new_children(pid, (), nproc, 10.0) is None:
+                raise procs.ProcError('%s: %d worker process(es) did not '
+                                      'start' % (what, nproc))
+            client = self.reload_client(suite, arm, run, tool, conns,
+                                        duration, name)
+            done, took = self.send_reloads(suite, run, client,
+                                           duration, reloads, nproc, what)
+            try:
+                client.popen.wait(duration + 30)
+            except subprocess.TimeoutExpired:
+                self.fail(suite, '%s: %s still running after %d s'
+                          % (what, tool, duration + 30))
+            text = client.output()
+            if not client.alive():
+                client.keep_log(os.path.join(self.subdir('raw'),
+                                             name + '.log'))
+            row = parse_wrk(text) if tool == 'wrk' else parse_csv(text)
+            out['reloads'] = done
+            out['reload_max_s'] = _round(max(took, default=None), 3)
+            if row is None:
+                out['note'] = 'no result: see raw/%s.log' % name
+                self.fail(suite, '%s: %s gave no result' % (what, tool))
+            else:
+                for c in PROBE_COLUMNS + ('status_non2xx',):
+                    if row.get(c) is not None:
+                        out[c] = row[c]
+                self.reload_check(suite, product.name, row, what, name)
+            if done < reloads:
+                self.note(suite, '%s: %d of %d reloads done in %d s'
+                          % (what, done, reloads, duration))
+            if not run.proc.alive():
+                self.fail(suite, '%s died during %s' % (product.name,
+                                                        name))
+            # before the stop (HAProxy's master logs an alert when its
+            # worker is terminated): a worker that crashed or did not
+            # start on a reload shows here, its master having replaced it
+            self.reload_alerts(suite, product, os.path.join(
+                d, product.error_log), what)
+        except procs.ProcError as e:
+            self.fail(suite, str(e))
+        finally:
+            if client:
+                client.stop((signal.SIGTERM,), grace=2.0)
+            self.stop(run)
+        self.rows.append(out)
+        self.log('  %-8s %-16s r%d %s requests, %s errors, %s reloads '
+                 '(slowest %s s)' % (product.name, arm.name, r,
+                                     out['requests'], out['errors'],
+                                     out['reloads'], out['reload_max_s']))
+
+    def reload_check(self, suite, product, row, what, name):
+        """A reload turn's result: nothing answered fails any run; in a
+        smoke run weir's errors fail it too (issue 13: zero), while the
+        other products' errors stay figures (nginx loses requests on a
+        reload by design)."""
+        if not row.get('requests'):
+            self.fail(suite, '%s: no request succeeded' % what)
+        elif product == 'weir':
+            self.smoke_check(suite, row, what, name)
+
+    def reload_alerts(self, suite, product, path, what):
+        bad = log_alerts(path)
+        if not bad:
+            return
+        text = '%s: %d [alert]/[emerg]/[crit] line(s) in %s: %s' % (
+            what, len(bad), os.path.relpath(path, self.rundir), bad[0])
+        if self.s.smoke and product.name == 'weir':
+            self.fail(suite, text)
+        else:
+            self.note(suite, text)
+
+    def send_reloads(self, suite, run, client, duration, n, workers, what):
+        """Sends the product's reload signal to its master (the master
+        alone: the workers must not see it) n times at duration / (n + 1)
+        intervals from now, while the client runs; after each, polls
+        until the master has started workers new worker processes. Stops
+        early when a reload does not take, the client is done, or the
+        next reload would come in the last half interval. Returns
+        (reloads done, [seconds each took to take])."""
+        interval = duration / float(n + 1)
+        t0 = time.monotonic()
+        took = []
+        for i in range(1, n + 1):
+            at = t0 + i * interval
+            # pacing between reloads, not a readiness wait
+            wait = at - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            if time.monotonic() > t0 + duration - interval / 2 or \
+                    not client.alive():
+                break
+            pid = run.proc.pid
+            old = procs.children(pid)
+            try:
+                os.kill(pid, run.product.reload_signal)
+            except ProcessLookupError:
+                break
+            t = procs.wait_new_children(pid, old, workers, 10.0)
+            if t is None:
+                self.fail(suite, '%s: reload %d did not take (no %d new '
+                          'worker process(es) after 10 s)'
+                          % (what, i, workers))
+                break
+            took.append(t)
+        return len(took), took
+
+
+def log_alerts(path):
+    """The lines of an error log at [alert], [emerg] or [crit]."""
+    try:
+        with open(path, errors='replace') as f:
+            return [l.rstrip() for l in f
+                    if re.search(r'\[(alert|emerg|crit)\]', l, re.I)]
+    except OSError:
+        return []
 
 
 def callgrind_ir(path):
