@@ -34,7 +34,8 @@ CSV_FIELDS = ("proto,connections,mode,method,body,rate,duration_s,requests,"
               "rps,bytes_read,bytes_written,errors,err_connect,err_timeout,"
               "err_read,err_write,status_other,status_2xx,status_3xx,"
               "status_4xx,status_5xx,p50_us,p90_us,p99_us,p999_us,max_us,"
-              "mean_us,cpu_user_s,cpu_sys_s,cpu_pct").split(",")
+              "mean_us,cpu_user_s,cpu_sys_s,cpu_pct,streams,"
+              "err_refused").split(",")
 
 TEXT_FIELDS = ("proto", "mode", "method")
 
@@ -265,12 +266,16 @@ def test_client_new_conn(origin):
 
 
 def test_client_post_echo(origin):
-    row = probe("-c", 3, "-d", 1, "-m", "POST", "-b", 20000,
+    row = probe("-c", 3, "-d", 1, "-X", "POST", "-b", 20000,
                 "-u", origin.url("/echo"))
     assert_clean(row)
     assert row["method"] == "POST" and row["body"] == 20000
     assert row["bytes_read"] >= row["requests"] * 20000
     assert row["bytes_written"] >= row["requests"] * 20000
+    # the method's old letter still works for the two methods it had
+    row = probe("-n", 10, "-m", "POST", "-b", 100, "-u", origin.url("/echo"))
+    assert_clean(row)
+    assert row["method"] == "POST" and row["requests"] == 10
 
 
 def test_client_chunked_and_urls(origin):
@@ -322,7 +327,7 @@ def test_client_text_report(origin):
     text = r.stdout.decode()
     assert "requests   50," in text, text
     assert "errors     0 (connect 0, timeout 0, read 0, write 0, " \
-           "status 0)" in text, text
+           "refused 0, status 0)" in text, text
     for p in ("p50 ", "p90 ", "p99 ", "p99.9 ", "max "):
         assert p in text, text
 
@@ -330,7 +335,16 @@ def test_client_text_report(origin):
 def test_client_usage_errors():
     for args in (["-u", "ftp://127.0.0.1/"], ["-c", "0", "-u",
                                                "http://127.0.0.1:1/"],
-                 [], ["-m", "PUT", "-u", "http://127.0.0.1:1/"]):
+                 [], ["-m", "PUT", "-u", "http://127.0.0.1:1/"],
+                 ["-X", "get", "-u", "http://127.0.0.1:1/"],
+                 ["-X", "HEAD", "-u", "http://127.0.0.1:1/"],
+                 ["-b", "10", "-u", "http://127.0.0.1:1/"],
+                 ["-m", "4", "-u", "http://127.0.0.1:1/"],
+                 ["--h2", "--ws", "8", "-u", "http://127.0.0.1:1/"],
+                 ["--h2", "--new-conn", "-m", "2", "-u",
+                  "http://127.0.0.1:1/"],
+                 ["--h2", "-u", "http://127.0.0.1:1/", "-u",
+                  "http://127.0.0.1:2/"]):
         r = subprocess.run([PROBE] + args, capture_output=True,
                            timeout=DEADLINE)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
