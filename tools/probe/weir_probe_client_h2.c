@@ -102,7 +102,9 @@ static nghttp2_session_callbacks  *probe_h2_callbacks;
 static u_char                     *probe_h2_body;
 static u_char                      probe_h2_in[PROBE_H2_IN];
 static uint64_t                    probe_h2_interval;
+#if (WEIR_HAVE_OPENSSL)
 static unsigned                    probe_h2_alpn_said;
+#endif
 /* streams due or in flight, all connections: -n starts no more */
 static uint64_t                    probe_h2_busy;
 

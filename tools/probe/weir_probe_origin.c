@@ -312,6 +312,13 @@ probe_origin_main(int argc, char **argv)
            (unsigned long long) po_requests);
     fflush(stdout);
 
+#if (WEIR_HAVE_OPENSSL)
+    for (i = 0; i < nls; i++) {
+        /* the connections' SSLs hold references of their own */
+        SSL_CTX_free(ls[i].ssl_ctx);
+    }
+#endif
+
     return 0;
 }
 
