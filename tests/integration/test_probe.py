@@ -16,9 +16,11 @@ import hashlib
 import http.client
 import os
 import select
+import shutil
 import struct
 import signal
 import socket
+import threading
 import subprocess
 import time
 
@@ -34,7 +36,8 @@ CSV_FIELDS = ("proto,connections,mode,method,body,rate,duration_s,requests,"
               "rps,bytes_read,bytes_written,errors,err_connect,err_timeout,"
               "err_read,err_write,status_other,status_2xx,status_3xx,"
               "status_4xx,status_5xx,p50_us,p90_us,p99_us,p999_us,max_us,"
-              "mean_us,cpu_user_s,cpu_sys_s,cpu_pct").split(",")
+              "mean_us,cpu_user_s,cpu_sys_s,cpu_pct,streams,"
+              "err_refused").split(",")
 
 TEXT_FIELDS = ("proto", "mode", "method")
 
@@ -51,11 +54,14 @@ def probe_binary():
 class Origin:
     """A running `weir-probe origin` on two free loopback ports."""
 
-    def __init__(self):
+    def __init__(self, tls=None):
         self.ports = [free_port(), free_port()]
         cmd = [PROBE, "origin"]
         for p in self.ports:
             cmd += ["-l", "127.0.0.1:%d" % p]
+        if tls:
+            # the second listener is TLS (ALPN h2 or http/1.1)
+            cmd += ["--tls", tls[0], tls[1]]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
@@ -265,12 +271,16 @@ def test_client_new_conn(origin):
 
 
 def test_client_post_echo(origin):
-    row = probe("-c", 3, "-d", 1, "-m", "POST", "-b", 20000,
+    row = probe("-c", 3, "-d", 1, "-X", "POST", "-b", 20000,
                 "-u", origin.url("/echo"))
     assert_clean(row)
     assert row["method"] == "POST" and row["body"] == 20000
     assert row["bytes_read"] >= row["requests"] * 20000
     assert row["bytes_written"] >= row["requests"] * 20000
+    # the method's old letter still works for the two methods it had
+    row = probe("-n", 10, "-m", "POST", "-b", 100, "-u", origin.url("/echo"))
+    assert_clean(row)
+    assert row["method"] == "POST" and row["requests"] == 10
 
 
 def test_client_chunked_and_urls(origin):
@@ -322,7 +332,7 @@ def test_client_text_report(origin):
     text = r.stdout.decode()
     assert "requests   50," in text, text
     assert "errors     0 (connect 0, timeout 0, read 0, write 0, " \
-           "status 0)" in text, text
+           "refused 0, status 0)" in text, text
     for p in ("p50 ", "p90 ", "p99 ", "p99.9 ", "max "):
         assert p in text, text
 
@@ -330,7 +340,16 @@ def test_client_text_report(origin):
 def test_client_usage_errors():
     for args in (["-u", "ftp://127.0.0.1/"], ["-c", "0", "-u",
                                                "http://127.0.0.1:1/"],
-                 [], ["-m", "PUT", "-u", "http://127.0.0.1:1/"]):
+                 [], ["-m", "PUT", "-u", "http://127.0.0.1:1/"],
+                 ["-X", "get", "-u", "http://127.0.0.1:1/"],
+                 ["-X", "HEAD", "-u", "http://127.0.0.1:1/"],
+                 ["-b", "10", "-u", "http://127.0.0.1:1/"],
+                 ["-m", "4", "-u", "http://127.0.0.1:1/"],
+                 ["--h2", "--ws", "8", "-u", "http://127.0.0.1:1/"],
+                 ["--h2", "--new-conn", "-m", "2", "-u",
+                  "http://127.0.0.1:1/"],
+                 ["--h2", "-u", "http://127.0.0.1:1/", "-u",
+                  "http://127.0.0.1:2/"]):
         r = subprocess.run([PROBE] + args, capture_output=True,
                            timeout=DEADLINE)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
@@ -659,3 +678,328 @@ def test_hold_unreachable():
     r = subprocess.run([PROBE, "hold", "-c", "10"], capture_output=True,
                        timeout=DEADLINE)
     assert r.returncode == 2 and r.stderr
+
+
+# ---- HTTP/2: the client and the origin, and independent peers
+
+def have_h2_build():
+    path = os.path.join(weirtest.WEIR_BUILD_DIR, "weir_auto_config.h")
+    with open(path) as f:
+        text = f.read()
+    return "WEIR_HAVE_NGHTTP2" in text and "WEIR_HAVE_OPENSSL" in text
+
+
+@pytest.fixture(scope="module")
+def h2_cert(tmp_path_factory):
+    if not have_h2_build():
+        pytest.skip("weir was configured without nghttp2 or OpenSSL")
+    d = tmp_path_factory.mktemp("h2cert")
+    key, cert = str(d / "key.pem"), str(d / "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                    "-subj", "/CN=localhost"], check=True,
+                   capture_output=True, timeout=DEADLINE)
+    return cert, key
+
+
+@pytest.fixture
+def h2_origin(h2_cert):
+    """The origin with a plain listener (h2c or HTTP/1.1) and a TLS one
+    (ALPN h2 or http/1.1)."""
+    o = Origin(tls=h2_cert)
+    try:
+        yield o
+    finally:
+        o.stop()
+
+
+def h2_urls(o, path):
+    return [("h2", o.url(path)),
+            ("tls+h2", "https://localhost:%d%s" % (o.ports[1], path))]
+
+
+def test_h2_client_against_origin(h2_origin):
+    """--h2 with -m 8 over h2c and TLS: GETs and POST echoes of 64 KiB
+    and 1 MiB, every stream counted by the origin exactly as the client
+    reports it (-n starts no more streams than it needs), on exactly -c
+    connections."""
+    o = h2_origin
+    before = o.stats()
+    runs = 0
+    for proto, url in h2_urls(o, "/tiny"):
+        row = probe("--h2", "-c", 2, "-m", 8, "-n", 400, "-u", url)
+        assert_clean(row)
+        assert row["proto"] == proto and row["streams"] == 8
+        assert row["requests"] == 400 and row["err_refused"] == 0
+        assert row["bytes_read"] >= 400 * 64
+        runs += 1
+    for body, n in ((65536, 160), (1048576, 24)):
+        for proto, url in h2_urls(o, "/echo"):
+            row = probe("--h2", "-c", 2, "-m", 8, "-n", n, "-X", "POST",
+                        "-b", body, "-u", url)
+            assert_clean(row)
+            assert row["proto"] == proto and row["requests"] == n, row
+            assert row["method"] == "POST" and row["body"] == body
+            assert row["bytes_read"] >= n * body, row
+            assert row["bytes_written"] >= n * body, row
+            runs += 1
+    after = o.stats()
+    assert after["requests"] - before["requests"] \
+        == 2 * 400 + 2 * 160 + 2 * 24 + 1, (before, after)
+    assert after["connections"] - before["connections"] \
+        == 2 * runs + 1, (before, after)
+
+
+def test_h2_client_modes(h2_origin):
+    """--new-conn, -r, -w, -d and -T with --h2, and the text report."""
+    o = h2_origin
+    url = "https://localhost:%d/tiny" % o.ports[1]
+    before = o.stats()["connections"]
+    row = probe("--h2", "-c", 2, "-d", 0.5, "--new-conn", "-u", url)
+    assert_clean(row)
+    assert row["mode"] == "new-conn"
+    assert o.stats()["connections"] - before >= row["requests"]
+
+    row = probe("--h2", "-c", 2, "-m", 4, "-d", 1, "-r", 100,
+                "-u", o.url("/tiny"))
+    assert_clean(row)
+    assert 0 < row["requests"] <= 110
+
+    # eight streams of 100 ms: at most ~80 a second, latency >= 100 ms
+    row = probe("--h2", "-c", 1, "-m", 8, "-d", 1, "-w", 0.3,
+                "-u", o.url("/delay/100"))
+    assert_clean(row)
+    assert row["p50_us"] >= 100000
+    assert row["requests"] <= 8 * row["duration_s"] / 0.1 + 8
+
+    # -T: every stream of a 5 s delay times out, the run still ends
+    t = time.monotonic()
+    row = probe("--h2", "-c", 1, "-m", 4, "-d", 1, "-T", 0.2,
+                "-u", o.url("/delay/5000"))
+    assert time.monotonic() - t < DEADLINE
+    assert row["requests"] == 0 and row["err_timeout"] >= 4, row
+    assert row["errors"] == row["err_timeout"], row
+
+    r = subprocess.run([PROBE, "--h2", "-c", "2", "-m", "4", "-n", "50",
+                        "-u", o.url("/size/1000")],
+                       capture_output=True, timeout=DEADLINE)
+    assert r.returncode == 0, r.stderr
+    text = r.stdout.decode()
+    assert text.startswith("weir-probe: h2, 2 connections x 4 streams, "
+                           "keep-alive, GET, 1 URL"), text
+    assert "requests   50," in text, text
+    assert "errors     0 (connect 0, timeout 0, read 0, write 0, " \
+           "refused 0, status 0)" in text, text
+
+    # 4xx answers are counted by class, as on HTTP/1
+    row = probe("--h2", "-c", 1, "-m", 4, "-n", 20, "-u", o.url("/nope"))
+    assert row["requests"] == 20 and row["status_4xx"] == 20, row
+
+
+def test_h2_client_alpn_refused(tmp_path, h2_cert):
+    """A TLS server that does not choose h2: connect errors, said once."""
+    port = free_port()
+    server = subprocess.Popen(["openssl", "s_server", "-quiet", "-www",
+                               "-accept", "127.0.0.1:%d" % port,
+                               "-cert", h2_cert[0], "-key", h2_cert[1]],
+                              stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        def up():
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+
+        wait_for(up, what="openssl s_server to accept")
+        cmd = [PROBE, "--h2", "-d", "0.3", "--csv-header",
+               "-u", "https://localhost:%d/" % port]
+        r = subprocess.run(cmd, capture_output=True, timeout=DEADLINE)
+        assert r.returncode == 0, r.stderr
+        err = r.stderr.decode()
+        assert "did not choose h2 by ALPN" in err, err
+        assert err.count("did not choose h2") == 1, err
+        row = dict(zip(*(l.split(",") for l in
+                         r.stdout.decode().splitlines())))
+        assert row["requests"] == "0" and int(row["err_connect"]) > 0, row
+    finally:
+        server.terminate()
+        server.wait(timeout=DEADLINE)
+
+
+class RefusingH2:
+    """A raw HTTP/2 server: on each connection it resets stream 1 with
+    REFUSED_STREAM, and after the second request sends GOAWAY with
+    last-stream-id 1, so every stream of the client is refused."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(POLL)
+        self.port = self.sock.getsockname()[1]
+        self.stop = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def frame(ftype, flags, sid, payload=b""):
+        return (struct.pack(">I", len(payload))[1:]
+                + struct.pack(">BBI", ftype, flags, sid) + payload)
+
+    def serve(self, c):
+        c.settimeout(DEADLINE)
+        buf = b""
+        headers = 0
+        goaway = False
+        c.sendall(self.frame(4, 0, 0))             # SETTINGS
+        while not self.stop:
+            data = c.recv(65536)
+            if not data:
+                return
+            buf += data
+            if buf.startswith(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"):
+                buf = buf[24:]
+            while len(buf) >= 9:
+                n = struct.unpack(">I", b"\0" + buf[:3])[0]
+                if len(buf) < 9 + n:
+                    break
+                ftype, flags, sid = struct.unpack(">BBI", buf[3:9])
+                buf = buf[9 + n:]
+                if ftype == 4 and not flags & 1:
+                    c.sendall(self.frame(4, 1, 0))  # SETTINGS ack
+                if ftype == 1:
+                    headers += 1
+                    if sid == 1:
+                        c.sendall(self.frame(3, 0, 1,
+                                             struct.pack(">I", 7)))
+                    if headers >= 2 and not goaway:
+                        goaway = True
+                        c.sendall(self.frame(7, 0, 0,
+                                             struct.pack(">II", 1, 0)))
+
+    def run(self):
+        while not self.stop:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            try:
+                self.serve(c)
+            except OSError:
+                pass
+            finally:
+                c.close()
+
+    def close(self):
+        self.stop = True
+        self.sock.close()
+        self.thread.join(DEADLINE)
+
+
+def test_h2_client_counts_refused_streams(h2_cert):
+    """REFUSED_STREAM and streams above GOAWAY's last-stream-id are
+    counted as "refused", apart from read errors."""
+    server = RefusingH2()
+    try:
+        row = probe("--h2", "-c", 1, "-m", 8, "-d", 0.5,
+                    "-u", "http://127.0.0.1:%d/" % server.port)
+    finally:
+        server.close()
+    assert row["requests"] == 0, row
+    assert row["err_refused"] >= 8, row
+    assert row["errors"] == row["err_refused"], row
+
+
+def test_h2_origin_against_curl(h2_origin):
+    o = h2_origin
+    for opt, base in (("--http2-prior-knowledge", o.url("")),
+                      ("--http2", "https://localhost:%d" % o.ports[1])):
+        def curl(path, *extra):
+            r = subprocess.run(["curl", "-sk", opt, "-o", "-", "-w",
+                                "\n%{http_version} %{http_code}"]
+                               + list(extra) + [base + path],
+                               capture_output=True, timeout=DEADLINE)
+            assert r.returncode == 0, (path, r.stderr)
+            body, _, tail = r.stdout.rpartition(b"\n")
+            version, code = tail.split()
+            assert version == b"2", (path, tail)
+            return int(code), body
+
+        assert curl("/tiny") == (200, TINY)
+        code, body = curl("/size/100000")
+        assert code == 200 and len(body) == 100000
+        code, body = curl("/chunked/50000")
+        assert code == 200 and len(body) == 50000
+        t = time.monotonic()
+        assert curl("/delay/200/size/7") == (200, b"abcdefg")
+        assert time.monotonic() - t >= 0.2
+        assert curl("/ws")[0] == 400
+        assert curl("/nothing-here")[0] == 404
+        assert curl("/early", "--data-binary", "x" * 100000) \
+            == (200, b"early\n")
+        stats = curl("/stats")[1].decode()
+        assert stats.startswith("connections "), stats
+    # curl falls back to HTTP/1.1 over TLS when it does not offer h2
+    r = subprocess.run(["curl", "-sk", "--http1.1", "-o", "/dev/null", "-w",
+                        "%{http_version}",
+                        "https://localhost:%d/tiny" % o.ports[1]],
+                       capture_output=True, timeout=DEADLINE)
+    assert r.stdout == b"1.1", r
+
+
+def test_h2_origin_echo_against_curl(h2_origin, tmp_path):
+    o = h2_origin
+    payload = os.urandom(1048576 + 17)
+    f = tmp_path / "body"
+    f.write_bytes(payload)
+    for opt, base in (("--http2-prior-knowledge", o.url("")),
+                      ("--http2", "https://localhost:%d" % o.ports[1])):
+        r = subprocess.run(["curl", "-sk", opt, "--data-binary",
+                            "@%s" % f, base + "/echo"],
+                           capture_output=True, timeout=DEADLINE)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == payload
+
+
+def need(tool):
+    if shutil.which(tool) is None:
+        pytest.skip("%s not installed (sh auto/deps --bench)" % tool)
+
+
+def test_h2_origin_against_nghttp(h2_origin, tmp_path):
+    need("nghttp")
+    o = h2_origin
+    payload = os.urandom(70000)
+    f = tmp_path / "body"
+    f.write_bytes(payload)
+    for base in (o.url(""), "https://localhost:%d" % o.ports[1]):
+        r = subprocess.run(["nghttp", base + "/size/100000"],
+                           capture_output=True, timeout=DEADLINE)
+        assert r.returncode == 0, r.stderr
+        assert len(r.stdout) == 100000
+        r = subprocess.run(["nghttp", "-d", str(f), base + "/echo"],
+                           capture_output=True, timeout=DEADLINE)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == payload
+        # several streams on one connection
+        r = subprocess.run(["nghttp", "-m", "8", "-s", base + "/tiny"],
+                           capture_output=True, timeout=DEADLINE)
+        assert r.returncode == 0, r.stderr
+
+
+def test_h2_origin_against_h2load(h2_origin):
+    need("h2load")
+    o = h2_origin
+    before = o.stats()["requests"]
+    for url in (o.url("/tiny"), "https://localhost:%d/tiny" % o.ports[1]):
+        r = subprocess.run(["h2load", "-n", "1000", "-c", "2", "-m", "8",
+                            url], capture_output=True, timeout=DEADLINE * 3)
+        assert r.returncode == 0, r.stderr
+        out = r.stdout.decode()
+        assert "1000 succeeded, 0 failed, 0 errored" in out, out
+        assert "status codes: 1000 2xx" in out, out
+        if url.startswith("https"):
+            assert "Application protocol: h2" in out, out
+    assert o.stats()["requests"] - before == 2000 + 1

@@ -18,6 +18,7 @@
 #include "weir_config.h"
 #include "weir_core.h"
 #include "weir_probe.h"
+#include "weir_probe_client.h"
 
 #include <getopt.h>
 #include <sys/resource.h>
@@ -26,156 +27,6 @@
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #endif
-
-
-#define PROBE_OK       0
-#define PROBE_ERROR   -1
-#define PROBE_AGAIN   -2
-#define PROBE_STATUS  -3    /* a response with an unwanted status */
-
-#define PROBE_BUF_SIZE     16384
-#define PROBE_HOLD_BUF     4096
-#define PROBE_HOLD_BURST   200
-#define PROBE_MAX_URLS     64
-#define PROBE_MAX_HEADERS  16
-
-/* connection states */
-#define PROBE_CLOSED       0
-#define PROBE_CONNECTING   1
-#define PROBE_HANDSHAKE    2
-#define PROBE_ACTIVE       3
-#define PROBE_WAITING      4
-
-/* response parser states */
-#define PROBE_P_HEAD       0
-#define PROBE_P_LENGTH     1
-#define PROBE_P_CHUNK      2
-#define PROBE_P_DATA       3
-#define PROBE_P_DATA_CRLF  4
-#define PROBE_P_TRAILER    5
-#define PROBE_P_EOF        6
-#define PROBE_P_DONE       7
-#define PROBE_P_WS_HEAD    8
-#define PROBE_P_WS_DATA    9
-
-
-typedef struct probe_conn_s  probe_conn_t;
-
-
-/* moves bytes; recv returns 0 at EOF, PROBE_AGAIN or PROBE_ERROR */
-typedef struct {
-    const char  *name;
-    int        (*handshake)(probe_conn_t *c);
-    ssize_t    (*recv)(probe_conn_t *c, u_char *buf, size_t size);
-    ssize_t    (*send)(probe_conn_t *c, const u_char *buf, size_t size);
-    void       (*close)(probe_conn_t *c);
-} probe_io_t;
-
-
-/*
- * One protocol: connect opens the transport, write_request sends the
- * current request (PROBE_OK when all of it is out), read_response reads
- * (PROBE_OK when the response is complete). An HTTP/2 protocol would keep
- * its streams in proto_data and count one completion per stream.
- */
-typedef struct {
-    const char  *name;
-    int        (*connect)(probe_conn_t *c);
-    int        (*write_request)(probe_conn_t *c);
-    int        (*read_response)(probe_conn_t *c);
-    void       (*close)(probe_conn_t *c);
-} probe_proto_t;
-
-
-typedef struct {
-    char                      text[512];
-    char                      host[256];     /* Host: (with the port) */
-    char                      sni[256];      /* a name, never an address */
-    struct sockaddr_storage   addr;
-    socklen_t                 addrlen;
-    unsigned                  tls:1;
-    u_char                   *request;       /* or the WebSocket frame */
-    size_t                    request_len;
-    u_char                   *upgrade;       /* the WebSocket handshake */
-    size_t                    upgrade_len;
-    char                      accept[PROBE_WS_ACCEPT_LEN];
-} probe_url_t;
-
-
-struct probe_conn_s {
-    int                  fd;
-    unsigned             state;
-    probe_url_t         *url;
-    probe_url_t         *conn_url;       /* where fd is connected */
-    const probe_io_t    *io;
-    const probe_proto_t *proto;
-    void                *ssl;
-    probe_conn_t        *next_idle;
-    probe_conn_t        *pause_prev;     /* the queue of paused readers */
-    probe_conn_t        *pause_next;
-    uint64_t             pause_until;
-    size_t               pause_count;    /* read since the last pause */
-    uint64_t             ws_total;       /* payload of the echoed message */
-
-    uint64_t             start;
-    uint64_t             deadline;
-    size_t               sent;
-    uint64_t             bytes_in;
-
-    u_char              *buf;
-    size_t               pos;
-    size_t               last;
-
-    unsigned             pstate;
-    int                  status;
-    int64_t              rest;
-
-    unsigned             request_done:1;
-    unsigned             response_done:1;
-    unsigned             close_after:1;
-    unsigned             upgraded:1;     /* the WebSocket handshake done */
-    unsigned             ws_fin:1;
-    unsigned             ws_data:1;
-    unsigned             paused:1;
-    unsigned             pause_hit:1;
-};
-
-
-typedef struct {
-    uint64_t       requests;
-    uint64_t       bytes_in;
-    uint64_t       bytes_out;
-    uint64_t       err_connect;
-    uint64_t       err_timeout;
-    uint64_t       err_read;
-    uint64_t       err_write;
-    uint64_t       status[6];
-    probe_hist_t   hist;
-} probe_stats_t;
-
-
-typedef struct {
-    int            connections;
-    double         duration;
-    double         warmup;
-    double         rate;
-    uint64_t       total;
-    double         timeout;
-    unsigned       new_conn:1;
-    unsigned       csv:1;
-    unsigned       csv_header:1;
-    unsigned       post:1;
-    unsigned       ws:1;
-    size_t         body;
-    size_t         ws_bytes;
-    size_t         pause_bytes;
-    uint64_t       pause_ns;
-    int            rcvbuf;
-    int            nurls;
-    probe_url_t    urls[PROBE_MAX_URLS];
-    int            nheaders;
-    const char    *headers[PROBE_MAX_HEADERS];
-} probe_client_conf_t;
 
 
 static int probe_client_options(probe_client_conf_t *cf, int argc,
@@ -195,10 +46,7 @@ static int probe_finish(probe_conn_t *c);
 static void probe_fail(probe_conn_t *c, uint64_t *counter);
 static void probe_close(probe_conn_t *c);
 static void probe_idle(probe_conn_t *c);
-static void probe_report(probe_client_conf_t *cf, probe_stats_t *st,
-    double elapsed, double cpu_user, double cpu_sys);
 
-static int probe_h1_connect(probe_conn_t *c);
 static int probe_h1_write_request(probe_conn_t *c);
 static int probe_send_all(probe_conn_t *c, const u_char *data, size_t len);
 static int probe_h1_read_response(probe_conn_t *c);
@@ -218,7 +66,7 @@ static int probe_plain_handshake(probe_conn_t *c);
 static void probe_plain_close(probe_conn_t *c);
 
 #if (WEIR_HAVE_OPENSSL)
-static int probe_tls_init(void);
+static int probe_tls_init(int h2);
 static int probe_tls_handshake(probe_conn_t *c);
 static ssize_t probe_tls_recv(probe_conn_t *c, u_char *buf, size_t size);
 static ssize_t probe_tls_send(probe_conn_t *c, const u_char *buf,
@@ -266,17 +114,17 @@ static const probe_proto_t  probe_ws_proto = {
 
 
 /* the run's state: one loop, one thread */
-static probe_client_conf_t    probe_conf;
-static probe_stats_t          probe_stats;
-static int                    probe_ep = -1;
-static uint64_t               probe_measure_from;
-static uint64_t               probe_timeout_ns;
-static uint64_t               probe_next_url;
+probe_client_conf_t           probe_conf;
+probe_stats_t                 probe_stats;
+int                           probe_ep = -1;
+uint64_t                      probe_measure_from;
+uint64_t                      probe_timeout_ns;
+uint64_t                      probe_next_url;
+volatile sig_atomic_t         probe_stop;
 static probe_conn_t          *probe_idle_list;
 static probe_conn_t          *probe_pause_head;  /* by pause_until: */
 static probe_conn_t          *probe_pause_tail;  /* all pauses are equal */
 static size_t                 probe_buf_size = PROBE_BUF_SIZE;
-static volatile sig_atomic_t  probe_stop;
 
 /* hold: connections settled so far */
 static unsigned               probe_hold;
@@ -328,7 +176,11 @@ probe_client_main(int argc, char **argv)
 
     for (i = 0; i < cf->nurls; i++) {
         if (probe_build_request(cf, &cf->urls[i]) != PROBE_OK
-            || (cf->ws && probe_build_ws(cf, &cf->urls[i]) != PROBE_OK))
+            || (cf->ws && probe_build_ws(cf, &cf->urls[i]) != PROBE_OK)
+#if (WEIR_HAVE_NGHTTP2)
+            || (cf->h2 && probe_h2_build(&cf->urls[i]) != PROBE_OK)
+#endif
+            )
         {
             fprintf(stderr, "weir-probe: out of memory\n");
             return 2;
@@ -336,7 +188,8 @@ probe_client_main(int argc, char **argv)
 
         if (cf->urls[i].tls) {
 #if (WEIR_HAVE_OPENSSL)
-            if (probe_ssl_ctx == NULL && probe_tls_init() != PROBE_OK) {
+            if (probe_ssl_ctx == NULL && probe_tls_init(cf->h2) != PROBE_OK)
+            {
                 return 2;
             }
 #else
@@ -357,6 +210,14 @@ probe_client_main(int argc, char **argv)
         perror("weir-probe: epoll_create1()");
         return 2;
     }
+
+#if (WEIR_HAVE_NGHTTP2)
+    if (cf->h2) {
+        rc = probe_h2_run();
+        close(probe_ep);
+        return rc;
+    }
+#endif
 
     conns = calloc((size_t) cf->connections, sizeof(probe_conn_t));
     if (conns == NULL) {
@@ -531,8 +392,11 @@ probe_client_usage(void)
 "  -n N            stop after N measured requests (or at -d)\n"
 "  -r RATE         requests per second overall (default: as fast as "
 "possible)\n"
-"  -m GET|POST     method (default GET)\n"
-"  -b BYTES        request body size of a POST (default 0)\n"
+"  -X METHOD       method (default GET); -m GET|POST still works\n"
+"  -b BYTES        request body size (default 0; not with GET)\n"
+"  --h2            HTTP/2: ALPN h2 over https://, prior knowledge over\n"
+"                  http://\n"
+"  -m N            HTTP/2 streams in flight per connection (default 1)\n"
 "  -H 'NAME: VAL'  an extra request header\n"
 "  -T SECONDS      timeout of one request (default 10)\n"
 "  --new-conn      a new connection per request (Connection: close)\n"
@@ -583,6 +447,7 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
         { "ws",         required_argument, NULL, 'W' },
         { "read-pause", required_argument, NULL, 'P' },
         { "rcvbuf",     required_argument, NULL, 'R' },
+        { "h2",         no_argument, NULL, 'Z' },
         { "help",       no_argument, NULL, 'h' },
         { NULL,         0,           NULL, 0 }
     };
@@ -590,8 +455,10 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
     cf->connections = 1;
     cf->duration = 10;
     cf->timeout = 10;
+    cf->streams = 1;
+    cf->method = "GET";
 
-    while ((ch = getopt_long(argc, argv, "c:d:w:n:r:m:b:u:H:T:h", longopts,
+    while ((ch = getopt_long(argc, argv, "c:d:w:n:r:m:X:b:u:H:T:h", longopts,
                              NULL))
            != -1)
     {
@@ -640,17 +507,44 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
             break;
 
         case 'm':
-            if (strcmp(optarg, "GET") == 0) {
-                cf->post = 0;
+            /* -m GET|POST was the method before -X: a word is no count */
+            if (strcmp(optarg, "GET") == 0 || strcmp(optarg, "POST") == 0) {
+                cf->method = optarg;
+                break;
+            }
 
-            } else if (strcmp(optarg, "POST") == 0) {
-                cf->post = 1;
-
-            } else {
-                fprintf(stderr, "weir-probe: -m must be GET or POST\n");
+            if (probe_num("-m", optarg, 1, 1000000, &v) != PROBE_OK) {
+                fprintf(stderr, "weir-probe: -m is the number of HTTP/2 "
+                        "streams per connection (-X is the method)\n");
                 return PROBE_ERROR;
             }
+            cf->streams = (int) v;
             break;
+
+        case 'X':
+            if (optarg[0] == '\0' || strlen(optarg) > 32
+                || strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+                   != strlen(optarg)
+                || strcmp(optarg, "HEAD") == 0
+                || strcmp(optarg, "CONNECT") == 0)
+            {
+                fprintf(stderr, "weir-probe: invalid -X \"%s\" (an "
+                        "uppercase method, neither HEAD nor CONNECT)\n",
+                        optarg);
+                return PROBE_ERROR;
+            }
+            cf->method = optarg;
+            break;
+
+        case 'Z':
+#if (WEIR_HAVE_NGHTTP2)
+            cf->h2 = 1;
+            break;
+#else
+            fprintf(stderr, "weir-probe: --h2: built without HTTP/2 "
+                    "(configure weir with nghttp2)\n");
+            return PROBE_ERROR;
+#endif
 
         case 'b':
             if (probe_num("-b", optarg, 0, 1 << 30, &v) != PROBE_OK) {
@@ -751,9 +645,28 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
         return PROBE_ERROR;
     }
 
+    cf->post = strcmp(cf->method, "GET") != 0;
+
     if (cf->ws && (cf->post || cf->new_conn)) {
-        fprintf(stderr, "weir-probe: --ws takes neither -m POST nor "
+        fprintf(stderr, "weir-probe: --ws takes neither -X nor "
                 "--new-conn\n");
+        return PROBE_ERROR;
+    }
+
+    if (cf->streams > 1 && !cf->h2) {
+        fprintf(stderr, "weir-probe: -m N (streams) needs --h2\n");
+        return PROBE_ERROR;
+    }
+
+    if (cf->h2 && (cf->ws || cf->pause_bytes)) {
+        fprintf(stderr, "weir-probe: --h2 takes neither --ws nor "
+                "--read-pause\n");
+        return PROBE_ERROR;
+    }
+
+    if (cf->h2 && cf->new_conn && cf->streams > 1) {
+        fprintf(stderr, "weir-probe: --new-conn makes one request a "
+                "connection: no -m\n");
         return PROBE_ERROR;
     }
 
@@ -763,7 +676,8 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
     }
 
     if (cf->body && !cf->post) {
-        fprintf(stderr, "weir-probe: -b needs -m POST\n");
+        fprintf(stderr, "weir-probe: -b needs a method other than GET "
+                "(-X POST)\n");
         return PROBE_ERROR;
     }
 
@@ -870,7 +784,12 @@ probe_parse_url(probe_client_conf_t *cf, const char *text, probe_url_t *u)
     freeaddrinfo(res);
 
     /* the path goes into the request as it is; "" means "/" */
-    u->request = (u_char *) (*path ? path : "/");
+    u->path = u->text + (path - text);
+    if (*u->path == '\0') {
+        u->path = "/";
+    }
+
+    u->request = (u_char *) u->path;
 
     return PROBE_OK;
 
@@ -906,7 +825,7 @@ probe_build_request(probe_client_conf_t *cf, probe_url_t *u)
     hlen = (size_t) snprintf((char *) p, size,
                              "%s %s HTTP/1.1\r\nHost: %s\r\n"
                              "User-Agent: weir-probe\r\n%s",
-                             cf->post ? "POST" : "GET", path, u->host,
+                             cf->method, path, u->host,
                              cf->new_conn ? "Connection: close\r\n" : "");
 
     if (cf->ws) {
@@ -1420,7 +1339,7 @@ probe_close(probe_conn_t *c)
 
 /* HTTP/1.1 */
 
-static int
+int
 probe_h1_connect(probe_conn_t *c)
 {
     int                  fd, one;
@@ -2073,9 +1992,10 @@ probe_plain_close(probe_conn_t *c)
 /* TLS: no certificate checks, the probe measures, it does not trust */
 
 static int
-probe_tls_init(void)
+probe_tls_init(int h2)
 {
     static const u_char  alpn[] = "\x08http/1.1";
+    static const u_char  alpn_h2[] = "\x02h2";
 
     probe_ssl_ctx = SSL_CTX_new(TLS_client_method());
     if (probe_ssl_ctx == NULL) {
@@ -2087,7 +2007,9 @@ probe_tls_init(void)
     SSL_CTX_set_mode(probe_ssl_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE
                                     | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 
-    if (SSL_CTX_set_alpn_protos(probe_ssl_ctx, alpn, sizeof(alpn) - 1)
+    if ((h2 ? SSL_CTX_set_alpn_protos(probe_ssl_ctx, alpn_h2,
+                                      sizeof(alpn_h2) - 1)
+            : SSL_CTX_set_alpn_protos(probe_ssl_ctx, alpn, sizeof(alpn) - 1))
         != 0)
     {
         fprintf(stderr, "weir-probe: SSL_CTX_set_alpn_protos() failed\n");
@@ -2222,7 +2144,7 @@ probe_fmt_time(char *buf, size_t size, uint64_t ns)
 }
 
 
-static void
+void
 probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
     double cpu_user, double cpu_sys)
 {
@@ -2230,14 +2152,15 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
     char         t[6][32];
     double       rps, cpu_pct;
     uint64_t     errors, v[6];
-    const char  *mode;
+    const char  *mode, *proto;
 
     mode = cf->ws ? "websocket" : cf->new_conn ? "new-conn" : "keep-alive";
+    proto = cf->h2 ? "h2" : probe_h1_proto.name;
     cpu_pct = elapsed > 0 ? (cpu_user + cpu_sys) / elapsed * 100 : 0;
 
     errors = st->err_connect + st->err_timeout + st->err_read
-             + st->err_write + st->status[0] + st->status[1]
-             + st->status[4] + st->status[5];
+             + st->err_write + st->err_refused + st->status[0]
+             + st->status[1] + st->status[4] + st->status[5];
 
     rps = elapsed > 0 ? (double) st->requests / elapsed : 0;
 
@@ -2255,13 +2178,14 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
                    "err_connect,err_timeout,err_read,err_write,"
                    "status_other,status_2xx,status_3xx,status_4xx,"
                    "status_5xx,p50_us,p90_us,p99_us,p999_us,max_us,"
-                   "mean_us,cpu_user_s,cpu_sys_s,cpu_pct\n");
+                   "mean_us,cpu_user_s,cpu_sys_s,cpu_pct,streams,"
+                   "err_refused\n");
         }
 
         printf("%s%s,%d,%s,%s,%zu,%.0f,%.3f,%llu,%.1f,%llu,%llu,%llu,"
                "%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,",
-               cf->urls[0].tls ? "tls+" : "", probe_h1_proto.name,
-               cf->connections, mode, cf->post ? "POST" : "GET",
+               cf->urls[0].tls ? "tls+" : "", proto,
+               cf->connections, mode, cf->method,
                cf->ws ? cf->ws_bytes : cf->body, cf->rate, elapsed,
                (unsigned long long) st->requests, rps,
                (unsigned long long) st->bytes_in,
@@ -2281,7 +2205,8 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
             printf("%.1f,", (double) v[i] / PROBE_NS_PER_US);
         }
 
-        printf("%.3f,%.3f,%.1f\n", cpu_user, cpu_sys, cpu_pct);
+        printf("%.3f,%.3f,%.1f,%d,%llu\n", cpu_user, cpu_sys, cpu_pct,
+               cf->streams, (unsigned long long) st->err_refused);
 
         fflush(stdout);
         return;
@@ -2291,12 +2216,18 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
         probe_fmt_time(t[i], sizeof(t[i]), v[i]);
     }
 
-    printf("weir-probe: %s%s, %d connection%s, %s, %s",
-           cf->urls[0].tls ? "tls+" : "", probe_h1_proto.name,
-           cf->connections, cf->connections == 1 ? "" : "s",
+    printf("weir-probe: %s%s, %d connection%s",
+           cf->urls[0].tls ? "tls+" : "", proto,
+           cf->connections, cf->connections == 1 ? "" : "s");
+
+    if (cf->h2) {
+        printf(" x %d stream%s", cf->streams, cf->streams == 1 ? "" : "s");
+    }
+
+    printf(", %s, %s",
            cf->ws ? "websocket"
            : cf->new_conn ? "new connection per request" : "keep-alive",
-           cf->ws ? "echo" : cf->post ? "POST" : "GET");
+           cf->ws ? "echo" : cf->method);
 
     if (cf->post || cf->ws) {
         printf(" %zu bytes", cf->ws ? cf->ws_bytes : cf->body);
@@ -2317,7 +2248,7 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
            "  requests   %llu, %.1f req/s\n"
            "  bytes      read %llu (%.2f MiB/s), written %llu\n"
            "  errors     %llu (connect %llu, timeout %llu, read %llu, "
-           "write %llu, status %llu)\n"
+           "write %llu, refused %llu, status %llu)\n"
            "  status     2xx %llu, 3xx %llu, 4xx %llu, 5xx %llu, "
            "other %llu\n"
            "  latency    p50 %s, p90 %s, p99 %s, p99.9 %s, max %s, "
@@ -2333,6 +2264,7 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
            (unsigned long long) st->err_timeout,
            (unsigned long long) st->err_read,
            (unsigned long long) st->err_write,
+           (unsigned long long) st->err_refused,
            (unsigned long long) (st->status[0] + st->status[1]
                                  + st->status[4] + st->status[5]),
            (unsigned long long) st->status[2],
@@ -2457,7 +2389,7 @@ probe_hold_main(int argc, char **argv)
 
     if (cf->urls[0].tls) {
 #if (WEIR_HAVE_OPENSSL)
-        if (probe_tls_init() != PROBE_OK) {
+        if (probe_tls_init(0) != PROBE_OK) {
             return 2;
         }
 #else

@@ -10,98 +10,16 @@
 #include "weir_config.h"
 #include "weir_core.h"
 #include "weir_probe.h"
+#include "weir_probe_origin.h"
 
 #include <sys/timerfd.h>
 
-
-#define PO_OK          0
-#define PO_ERROR      -1
-#define PO_AGAIN      -2
-
-#define PO_IN_SIZE     16384
-#define PO_OUT_SIZE    32768
-#define PO_CHUNK       8192
-#define PO_EARLY       8192
-#define PO_MAX_LISTEN  16
-
-#define PO_LISTENER    1
-#define PO_CONN        2
-#define PO_TIMERFD     3
-
-/* routes */
-#define PO_TINY        0
-#define PO_SIZE        1
-#define PO_CHUNKED     2
-#define PO_ECHO        3
-#define PO_EARLY_RESP  4
-#define PO_STATS       5
-#define PO_NOT_FOUND   6
-#define PO_WS          7
-#define PO_BAD_WS      8
-
-/* WebSocket frame states */
-#define PO_W_HEAD      0
-#define PO_W_DATA      1
-
-/* request body states */
-#define PO_B_NONE      0
-#define PO_B_LENGTH    1
-#define PO_B_SIZE      2
-#define PO_B_DATA      3
-#define PO_B_CRLF      4
-#define PO_B_TRAILER   5
-#define PO_B_DONE      6
+#if (WEIR_HAVE_OPENSSL)
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#endif
 
 
-typedef struct {
-    int                 kind;
-    int                 fd;
-} po_listener_t;
-
-
-typedef struct po_conn_s  po_conn_t;
-
-struct po_conn_s {
-    int                 kind;
-    int                 fd;
-    po_conn_t          *next_free;
-    po_conn_t          *next_all;    /* keeps open ones reachable */
-    uint64_t            serial;      /* tells stale timers apart */
-
-    u_char             *in;
-    size_t              ipos;
-    size_t              ilast;
-    u_char             *out;
-    size_t              opos;
-    size_t              olast;
-
-    unsigned            route;
-    unsigned            bstate;
-    int64_t             brest;       /* of the body or of the chunk */
-    uint64_t            body_read;
-    int64_t             rest;        /* response body bytes to produce */
-    uint64_t            start_at;
-
-    unsigned            have_head:1;
-    unsigned            http10:1;
-    unsigned            keepalive:1;
-    unsigned            started:1;
-    unsigned            resp_done:1;
-    unsigned            resp_chunked:1;
-    unsigned            timer:1;
-    unsigned            readable:1;  /* no short read since the last event */
-    unsigned            eof:1;       /* the peer's FIN is pending */
-    unsigned            ws:1;
-    unsigned            ws_closing:1;
-    unsigned            ws_frag:1;   /* inside a fragmented message */
-    unsigned            ws_close:1;  /* the frame being echoed is a close */
-    unsigned            ws_mpos:2;
-
-    unsigned            wstate;
-    int64_t             wrest;       /* payload bytes of the frame to echo */
-    u_char              mask[4];
-    char                accept[PROBE_WS_ACCEPT_LEN];
-};
 
 
 typedef struct {
@@ -115,13 +33,13 @@ static void po_accept(po_listener_t *ls);
 static void po_handle(po_conn_t *c);
 static void po_ws_handle(po_conn_t *c);
 static int po_ws_frames(po_conn_t *c);
-static void po_close(po_conn_t *c);
-static int po_recv(po_conn_t *c);
+static int po_preface(po_conn_t *c);
+static int po_tls_listener(po_listener_t *ls, const char *cert,
+    const char *key);
 static int po_parse_head(po_conn_t *c);
 static int po_body(po_conn_t *c);
 static void po_start(po_conn_t *c);
 static void po_fill(po_conn_t *c);
-static void po_timer_add(po_conn_t *c, uint64_t at);
 static po_timer_t *po_timer_min(void);
 static void po_timer_pop(void);
 static void po_tfd_arm(uint64_t at);
@@ -143,20 +61,20 @@ static uint64_t               po_tfd_at;     /* armed for; 0: disarmed */
 static po_conn_t             *po_free;
 static po_conn_t             *po_all;
 static uint64_t               po_serial;
-static uint64_t               po_accepted;
-static uint64_t               po_requests;
-static uint64_t               po_open;
+uint64_t                      po_accepted;
+uint64_t                      po_requests;
+uint64_t                      po_open;
 static po_timer_t            *po_timers;
 static size_t                 po_ntimers;
 static size_t                 po_timers_size;
-static u_char                 po_pattern[PO_CHUNK];
+u_char                        po_pattern[PO_CHUNK];
 static volatile sig_atomic_t  po_stop;
 
 /* 64 bytes: the /tiny body */
 #define PO_TINY_BODY                                                          \
     "weir-probe origin: a tiny response of sixty-four bytes, exactly\n"
 
-static const char  po_tiny[] = PO_TINY_BODY;
+const char  po_tiny[] = PO_TINY_BODY;
 
 /* the whole keep-alive HTTP/1.1 answer to /tiny, as po_start() formats it */
 static const char  po_tiny_response[] =
@@ -200,6 +118,23 @@ probe_origin_main(int argc, char **argv)
             return 0;
         }
 
+        if (strcmp(argv[i], "--tls") == 0) {
+            if (nls == 0 || i + 2 >= argc || ls[nls - 1].ssl_ctx != NULL) {
+                fprintf(stderr, "weir-probe origin: --tls CERT KEY follows "
+                        "the -l it makes TLS\n");
+                return 2;
+            }
+
+            if (po_tls_listener(&ls[nls - 1], argv[i + 1], argv[i + 2])
+                != PO_OK)
+            {
+                return 2;
+            }
+
+            i += 2;
+            continue;
+        }
+
         if (strcmp(argv[i], "-l") != 0 || i + 1 == argc) {
             po_usage();
             return 2;
@@ -218,6 +153,7 @@ probe_origin_main(int argc, char **argv)
         }
 
         ls[nls].kind = PO_LISTENER;
+        ls[nls].ssl_ctx = NULL;
         ls[nls].fd = socket(ss.ss_family,
                             SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (ls[nls].fd == -1) {
@@ -376,14 +312,251 @@ probe_origin_main(int argc, char **argv)
            (unsigned long long) po_requests);
     fflush(stdout);
 
+#if (WEIR_HAVE_OPENSSL)
+    for (i = 0; i < nls; i++) {
+        /* the connections' SSLs hold references of their own */
+        SSL_CTX_free(ls[i].ssl_ctx);
+    }
+#endif
+
     return 0;
+}
+
+
+/* recv() and send() alike, over TLS too: -1 with errno EAGAIN to wait */
+
+ssize_t
+po_io_recv(po_conn_t *c, u_char *buf, size_t size)
+{
+#if (WEIR_HAVE_OPENSSL)
+    int  n, err;
+
+    if (c->ssl != NULL) {
+        n = SSL_read(c->ssl, buf, size > INT_MAX ? INT_MAX : (int) size);
+        if (n > 0) {
+            return n;
+        }
+
+        err = SSL_get_error(c->ssl, n);
+        ERR_clear_error();
+
+        if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+            errno = EAGAIN;
+            return -1;
+        }
+
+        if (err == SSL_ERROR_ZERO_RETURN) {
+            return 0;
+        }
+
+        errno = EIO;
+        return -1;
+    }
+#endif
+
+    return recv(c->fd, buf, size, 0);
+}
+
+
+ssize_t
+po_io_send(po_conn_t *c, const u_char *buf, size_t size)
+{
+#if (WEIR_HAVE_OPENSSL)
+    int  n, err;
+
+    if (c->ssl != NULL) {
+        n = SSL_write(c->ssl, buf, size > INT_MAX ? INT_MAX : (int) size);
+        if (n > 0) {
+            return n;
+        }
+
+        err = SSL_get_error(c->ssl, n);
+        ERR_clear_error();
+
+        errno = (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
+                ? EAGAIN : EIO;
+        return -1;
+    }
+#endif
+
+    return send(c->fd, buf, size, MSG_NOSIGNAL);
+}
+
+
+#if (WEIR_HAVE_OPENSSL)
+
+/* ALPN: h2 when offered (and built with nghttp2), else http/1.1 */
+
+static int
+po_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+    unsigned int  i;
+
+    (void) ssl;
+    (void) arg;
+
+#if (WEIR_HAVE_NGHTTP2)
+    for (i = 0; i + 1 + in[i] <= inlen; i += 1 + in[i]) {
+        if (in[i] == 2 && memcmp(&in[i + 1], "h2", 2) == 0) {
+            *out = &in[i + 1];
+            *outlen = 2;
+            return SSL_TLSEXT_ERR_OK;
+        }
+    }
+#endif
+
+    for (i = 0; i + 1 + in[i] <= inlen; i += 1 + in[i]) {
+        if (in[i] == 8 && memcmp(&in[i + 1], "http/1.1", 8) == 0) {
+            *out = &in[i + 1];
+            *outlen = 8;
+            return SSL_TLSEXT_ERR_OK;
+        }
+    }
+
+    return SSL_TLSEXT_ERR_NOACK;
+}
+
+#endif
+
+
+static int
+po_tls_listener(po_listener_t *ls, const char *cert, const char *key)
+{
+#if (WEIR_HAVE_OPENSSL)
+    SSL_CTX  *ctx;
+
+    ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == NULL) {
+        fprintf(stderr, "weir-probe origin: SSL_CTX_new() failed\n");
+        return PO_ERROR;
+    }
+
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE
+                          | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1
+        || SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1
+        || SSL_CTX_check_private_key(ctx) != 1)
+    {
+        fprintf(stderr, "weir-probe origin: --tls %s %s: cannot load the "
+                "certificate and its key\n", cert, key);
+        SSL_CTX_free(ctx);
+        return PO_ERROR;
+    }
+
+    SSL_CTX_set_alpn_select_cb(ctx, po_alpn_select, NULL);
+    ls->ssl_ctx = ctx;
+
+    return PO_OK;
+#else
+    (void) ls;
+    (void) cert;
+    (void) key;
+
+    fprintf(stderr, "weir-probe origin: --tls: built without OpenSSL\n");
+
+    return PO_ERROR;
+#endif
+}
+
+
+/*
+ * Before HTTP/1: the TLS handshake on a --tls listener (ALPN h2 makes the
+ * connection HTTP/2), or on a plain one a look at the first bytes, which
+ * are HTTP/2 when they are the client preface (h2c, prior knowledge).
+ * PO_OK when the connection is ready for HTTP/1, PO_DONE when it went to
+ * HTTP/2, PO_AGAIN to wait, PO_ERROR to close.
+ */
+
+#define PO_DONE  -3
+
+static int
+po_preface(po_conn_t *c)
+{
+    int                   rc;
+    size_t                n;
+    static const char     preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#if (WEIR_HAVE_OPENSSL)
+    int                   err;
+    unsigned int          alen;
+    const unsigned char  *alpn;
+
+    if (c->ssl != NULL && !c->tls_done) {
+        rc = SSL_do_handshake(c->ssl);
+
+        if (rc != 1) {
+            err = SSL_get_error(c->ssl, rc);
+            ERR_clear_error();
+
+            return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE
+                   ? PO_AGAIN : PO_ERROR;
+        }
+
+        c->tls_done = 1;
+        c->sniffed = 1;
+
+        SSL_get0_alpn_selected(c->ssl, &alpn, &alen);
+
+#if (WEIR_HAVE_NGHTTP2)
+        if (alen == 2 && memcmp(alpn, "h2", 2) == 0) {
+            return po_h2_init(c) == PO_OK ? PO_DONE : PO_ERROR;
+        }
+#else
+        (void) alpn;
+        (void) alen;
+#endif
+
+        return PO_OK;
+    }
+#endif
+
+    while (!c->sniffed) {
+        n = c->ilast - c->ipos;
+
+        if (n >= sizeof(preface) - 1) {
+            c->sniffed = 1;
+
+            if (memcmp(c->in + c->ipos, preface, sizeof(preface) - 1) != 0) {
+                return PO_OK;
+            }
+
+#if (WEIR_HAVE_NGHTTP2)
+            return po_h2_init(c) == PO_OK ? PO_DONE : PO_ERROR;
+#else
+            return PO_ERROR;
+#endif
+        }
+
+        if (memcmp(c->in + c->ipos, preface, n) != 0) {
+            c->sniffed = 1;
+            return PO_OK;
+        }
+
+        if (!c->readable) {
+            return PO_AGAIN;
+        }
+
+        rc = po_recv(c);
+
+        if (rc == PO_ERROR) {
+            return PO_ERROR;
+        }
+    }
+
+    return PO_OK;
 }
 
 
 static void
 po_usage(void)
 {
-    printf("usage: weir-probe origin -l ADDR:PORT [-l ADDR:PORT ...]\n"
+    printf("usage: weir-probe origin -l ADDR:PORT [--tls CERT KEY] "
+           "[-l ADDR:PORT ...]\n"
+           "  --tls CERT KEY  the -l before it is TLS (ALPN h2 or "
+           "http/1.1)\n"
+           "  HTTP/2: over TLS by ALPN, on a plain listener by the "
+           "preface (h2c)\n"
            "  paths: /tiny /size/N /chunked/N /delay/MS/<path> /echo "
            "/early /stats /ws\n"
            "  prints the accepted connections on SIGTERM or SIGINT\n");
@@ -450,6 +623,28 @@ po_accept(po_listener_t *ls)
         c->eof = 0;
         c->ws = 0;
         c->ws_closing = 0;
+        c->sniffed = 0;
+        c->tls_done = 0;
+        c->h2 = NULL;
+        c->ssl = NULL;
+
+#if (WEIR_HAVE_OPENSSL)
+        if (ls->ssl_ctx != NULL) {
+            c->ssl = SSL_new(ls->ssl_ctx);
+
+            if (c->ssl == NULL || SSL_set_fd(c->ssl, fd) != 1) {
+                ERR_clear_error();
+                SSL_free(c->ssl);
+                c->ssl = NULL;
+                close(fd);
+                c->next_free = po_free;
+                po_free = c;
+                continue;
+            }
+
+            SSL_set_accept_state(c->ssl);
+        }
+#endif
 
         one = 1;
         (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -472,9 +667,22 @@ po_accept(po_listener_t *ls)
 }
 
 
-static void
+void
 po_close(po_conn_t *c)
 {
+#if (WEIR_HAVE_NGHTTP2)
+    if (c->h2 != NULL) {
+        po_h2_free(c);
+    }
+#endif
+
+#if (WEIR_HAVE_OPENSSL)
+    if (c->ssl != NULL) {
+        SSL_free(c->ssl);
+        c->ssl = NULL;
+    }
+#endif
+
     close(c->fd);
     c->fd = -1;
     c->serial = ++po_serial;
@@ -494,9 +702,36 @@ po_handle(po_conn_t *c)
     ssize_t   n;
     uint64_t  now;
 
+#if (WEIR_HAVE_NGHTTP2)
+    if (c->h2 != NULL) {
+        po_h2_handle(c);
+        return;
+    }
+#endif
+
     if (c->ws) {
         po_ws_handle(c);
         return;
+    }
+
+    if (!c->sniffed) {
+        rc = po_preface(c);
+
+        if (rc == PO_ERROR) {
+            po_close(c);
+            return;
+        }
+
+        if (rc == PO_AGAIN) {
+            return;
+        }
+
+#if (WEIR_HAVE_NGHTTP2)
+        if (rc == PO_DONE) {
+            po_h2_handle(c);
+            return;
+        }
+#endif
     }
 
     for ( ;; ) {
@@ -561,8 +796,7 @@ po_handle(po_conn_t *c)
         }
 
         if (c->olast > c->opos) {
-            n = send(c->fd, c->out + c->opos, c->olast - c->opos,
-                     MSG_NOSIGNAL);
+            n = po_io_send(c, c->out + c->opos, c->olast - c->opos);
 
             if (n > 0) {
                 c->opos += (size_t) n;
@@ -641,15 +875,17 @@ po_handle(po_conn_t *c)
  * closes). A short read drained the socket (see po_handle).
  */
 
-static int
+int
 po_recv(po_conn_t *c)
 {
     ssize_t  n;
 
-    n = recv(c->fd, c->in + c->ilast, PO_IN_SIZE - c->ilast, 0);
+    n = po_io_recv(c, c->in + c->ilast, PO_IN_SIZE - c->ilast);
 
     if (n > 0) {
-        if ((size_t) n < PO_IN_SIZE - c->ilast && !c->eof) {
+        /* over TLS a short read says nothing of the socket */
+        if ((size_t) n < PO_IN_SIZE - c->ilast && !c->eof && c->ssl == NULL)
+        {
             c->readable = 0;
         }
 
@@ -699,8 +935,7 @@ po_ws_handle(po_conn_t *c)
         }
 
         if (c->olast > c->opos) {
-            n = send(c->fd, c->out + c->opos, c->olast - c->opos,
-                     MSG_NOSIGNAL);
+            n = po_io_send(c, c->out + c->opos, c->olast - c->opos);
 
             if (n > 0) {
                 c->opos += (size_t) n;
@@ -1427,7 +1662,7 @@ po_body(po_conn_t *c)
 
 /* timers: a binary min-heap; a closed connection's entries go stale */
 
-static void
+void
 po_timer_add(po_conn_t *c, uint64_t at)
 {
     size_t       i, parent, size;

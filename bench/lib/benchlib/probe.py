@@ -129,7 +129,7 @@ class Probe:
         if requests:
             argv += ['-n', str(requests)]
         if method != 'GET':
-            argv += ['-m', method]
+            argv += ['-X', method]
         if body:
             argv += ['-b', str(body)]
         if new_conn:

@@ -78,7 +78,7 @@ def check(op, value, threshold):
 # the error kinds of a weir-probe row, in the order its report gives them
 _ERROR_KINDS = (('connect', 'err_connect'), ('timeout', 'err_timeout'),
                 ('read', 'err_read'), ('write', 'err_write'),
-                ('4xx', 'status_4xx'), ('5xx', 'status_5xx'),
+                ('refused', 'err_refused'), ('4xx', 'status_4xx'), ('5xx', 'status_5xx'),
                 ('other status', 'status_other'))
 
 
