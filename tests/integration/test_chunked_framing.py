@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from weirtest import DEADLINE, connect, wait_for
+from weirtest import DEADLINE, connect, wait_accepting
 
 
 # ---- helpers
@@ -42,14 +42,7 @@ def start(weir, origin=None):
               "}\n" % (port, html, proxy))
     weir.start(check_ports=False)
 
-    def up():
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            return False
-
-    wait_for(up, what="the HTTP port to accept")
+    wait_accepting(port)
     return port
 
 

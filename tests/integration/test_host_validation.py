@@ -6,12 +6,11 @@ name is lowercased and loses its trailing dot and port ($host).
 docs/http/http1.md, "The Host header"."""
 
 import select
-import socket
 import time
 
 import pytest
 
-from weirtest import DEADLINE, connect, wait_for
+from weirtest import DEADLINE, connect, wait_accepting
 
 
 # ---- helpers
@@ -32,14 +31,7 @@ def start(weir):
               "}\n" % (port, port))
     weir.start(check_ports=False)
 
-    def up():
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            return False
-
-    wait_for(up, what="the HTTP port to accept")
+    wait_accepting(port)
     return port
 
 

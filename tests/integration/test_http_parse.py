@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from weirtest import DEADLINE, connect, wait_for
+from weirtest import DEADLINE, connect, send_and_read_to_eof, wait_accepting
 
 
 def start(weir, http_extra=""):
@@ -28,38 +28,13 @@ def start(weir, http_extra=""):
               "}\n" % (http_extra, port, html))
     weir.start(check_ports=False)
 
-    def up():
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            return False
-
-    wait_for(up, what="the HTTP port to accept")
+    wait_accepting(port)
     return port
 
 
 def exchange(port, data):
     """Sends data, half-closes, returns (status, body, everything)."""
-    s = connect(("127.0.0.1", port), timeout=DEADLINE)
-    got = b""
-    try:
-        s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
-        deadline = time.monotonic() + DEADLINE
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([s], [], [], deadline - time.monotonic())
-            if not r:
-                break
-            try:
-                chunk = s.recv(65536)
-            except ConnectionResetError:
-                break
-            if not chunk:
-                break
-            got += chunk
-    finally:
-        s.close()
+    got = send_and_read_to_eof(port, data)
     assert got.startswith(b"HTTP/1.1 "), got
     status = int(got[9:12])
     body = got.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in got else b""

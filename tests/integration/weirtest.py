@@ -13,6 +13,7 @@ Traffic goes to 127.0.0.1, ::1 or unix sockets only.
 
 import os
 import re
+import select
 import shutil
 from signal import SIGHUP, SIGKILL, SIGQUIT
 import socket
@@ -174,6 +175,46 @@ def read_all(s, limit=4096):
             break
         data += chunk
     return data
+
+
+def wait_accepting(port, host="127.0.0.1"):
+    """Polls until a TCP connect to (host, port) succeeds."""
+    def up():
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    wait_for(up, what="port %d to accept" % port)
+
+
+def send_and_read_to_eof(port, data, timeout=DEADLINE, half_close=True):
+    """Sends data to 127.0.0.1:port, half-closes (unless half_close is
+    false: a proxied request may take the client's FIN for an abort), and
+    returns everything the server sent until it closed (a reset ends it
+    too), the wait bounded by timeout."""
+    s = connect(("127.0.0.1", port), timeout=timeout)
+    got = b""
+    try:
+        s.sendall(data)
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([s], [], [], deadline - time.monotonic())
+            if not r:
+                break
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            got += chunk
+    finally:
+        s.close()
+    return got
 
 
 def _hexport(field):
