@@ -929,6 +929,11 @@ weir_http_add_address(weir_conf_t *cf, weir_http_core_srv_conf_t *cscf,
             addr[i].opt.ssl = 1;
         }
 
+        /* so is HTTP/2 of "listen ... http2" (nginx 1.22 style) */
+        if (lsopt->http2) {
+            addr[i].opt.http2 = 1;
+        }
+
         if (lsopt->set) {
             if (addr[i].opt.set) {
                 weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,

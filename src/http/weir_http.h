@@ -22,6 +22,7 @@ typedef struct weir_http_core_loc_conf_s   weir_http_core_loc_conf_t;
 typedef struct weir_http_variable_value_s  weir_http_variable_value_t;
 typedef struct weir_http_upstream_s        weir_http_upstream_t;
 typedef struct weir_http_ssl_hooks_s       weir_http_ssl_hooks_t;
+typedef struct weir_http_v2_hooks_s        weir_http_v2_hooks_t;
 
 typedef weir_int_t (*weir_http_handler_pt)(weir_http_request_t *r);
 typedef void (*weir_http_event_handler_pt)(weir_http_request_t *r);
@@ -97,6 +98,29 @@ struct weir_http_ssl_hooks_s {
      * exactly what the key says. WEIR_OK or WEIR_ERROR (logged).
      */
     weir_int_t  (*upstream_key)(weir_http_upstream_t *u);
+};
+
+/*
+ * HTTP/2 (src/http/v2, --with-http_v2_module). The core and the other
+ * protocol modules reach it only through this table, which the v2
+ * module puts in cmcf->v2 in its preconfiguration (NULL without it), so
+ * that the ssl module, built in or loaded, needs no symbol of it.
+ */
+struct weir_http_v2_hooks_s {
+    /* is HTTP/2 enabled for this connection (hc = c->data: "listen ...
+     * http2" on its address, or "http2 on" in its server block, the one
+     * SNI selected on TLS)? */
+    weir_uint_t  (*enabled)(weir_connection_t *c);
+
+    /*
+     * Starts an HTTP/2 session on c (hc = c->data, c->read/c->write
+     * taken over): after ALPN chose "h2", or on a plain connection
+     * whose first bytes are the client preface, which are given in
+     * data[0 .. len - 1] (copied: the caller frees them after the
+     * call). On failure it closes c.
+     */
+    void         (*init_connection)(weir_connection_t *c,
+                                    unsigned char *data, size_t len);
 };
 
 /* request lifecycle: see docs/dev/lifetimes.md */

@@ -1478,9 +1478,25 @@ weir_http_core_listen(weir_conf_t *cf, weir_command_t *cmd, void *conf)
             continue;
         }
 
-        if (weir_str_eq_lit(&value[i], "http2")
-            || weir_str_eq_lit(&value[i], "quic"))
-        {
+        if (weir_str_eq_lit(&value[i], "http2")) {
+            cmcf = weir_http_conf_get_module_main_conf(cf,
+                                                       weir_http_core_module);
+
+            if (cmcf->v2 == NULL) {
+                weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                                    "the \"http2\" parameter requires the "
+                                    "HTTP/2 module (configure "
+                                    "--with-http_v2_module, which needs "
+                                    "libnghttp2)");
+                return WEIR_CONF_ERROR;
+            }
+
+            /* nginx 1.22 style; "http2 on" in a server is the newer */
+            lsopt.http2 = 1;
+            continue;
+        }
+
+        if (weir_str_eq_lit(&value[i], "quic")) {
             weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
                                 "the \"%.*s\" parameter of the \"listen\" "
                                 "directive is not supported yet",

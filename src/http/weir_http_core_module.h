@@ -89,6 +89,9 @@ typedef struct {
      * preconfiguration, NULL without it; per configuration, so a reload
      * without the module drops it cleanly */
     weir_http_ssl_hooks_t       *ssl;
+    /* added for HTTP/2: set by the v2 module in its preconfiguration,
+     * NULL when weir is built without it */
+    weir_http_v2_hooks_t        *v2;
 } weir_http_core_main_conf_t;
 
 typedef struct {

@@ -70,6 +70,10 @@ weir_http_proto_t  weir_http_v1_proto = {
 };
 
 
+static weir_int_t weir_http_v1_h2c_preface(weir_connection_t *c,
+    weir_http_connection_t *hc, weir_buf_t *b);
+
+
 static weir_http_core_srv_conf_t *
 weir_http_v1_default_srv_conf(weir_connection_t *c)
 {
@@ -261,6 +265,83 @@ weir_http_v1_input_pending(weir_connection_t *c)
 }
 
 
+/*
+ * h2c with prior knowledge (RFC 9113 3.3): on a plain address with
+ * HTTP/2 enabled, a connection whose first bytes are the client preface
+ * is handed to the HTTP/2 module with every byte read so far; anything
+ * else is HTTP/1.1. WEIR_OK: handed over (c is not ours any more),
+ * WEIR_AGAIN: the bytes so far begin the preface and more are needed
+ * (read as much as there is), WEIR_DECLINED: HTTP/1.
+ */
+
+static weir_int_t
+weir_http_v1_h2c_preface(weir_connection_t *c, weir_http_connection_t *hc,
+    weir_buf_t *b)
+{
+    size_t                       n, len;
+    ssize_t                      got;
+    unsigned char               *copy;
+    weir_http_core_main_conf_t  *cmcf;
+
+    static const char  preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+    cmcf = hc->conf_ctx->main_conf[weir_http_core_module.ctx_index];
+
+    if (cmcf->v2 == NULL || !cmcf->v2->enabled(c)) {
+        return WEIR_DECLINED;
+    }
+
+    for ( ;; ) {
+        len = b->last - b->pos;
+        n = len < sizeof(preface) - 1 ? len : sizeof(preface) - 1;
+
+        if (weir_memcmp(b->pos, preface, n) != 0) {
+            return WEIR_DECLINED;
+        }
+
+        if (n == sizeof(preface) - 1) {
+            break;
+        }
+
+        if (b->last == b->end) {
+            return WEIR_DECLINED;
+        }
+
+        got = c->recv(c, b->last, b->end - b->last);
+
+        if (got == WEIR_AGAIN) {
+            return WEIR_AGAIN;
+        }
+
+        if (got == WEIR_ERROR || got == 0) {
+            /* the HTTP/1 reader finds the close */
+            return WEIR_DECLINED;
+        }
+
+        b->last += got;
+    }
+
+    /* the v2 module gets a copy: the head buffers go back now */
+
+    copy = weir_alloc(len, c->log);
+    if (copy == NULL) {
+        return WEIR_DECLINED;
+    }
+
+    weir_memcpy(copy, b->pos, len);
+
+    weir_http_v1_free_header_bufs(c, hc, NULL);
+    c->buffer = NULL;
+    c->idle = 0;
+
+    cmcf->v2->init_connection(c, copy, len);
+
+    weir_free(copy);
+
+    return WEIR_OK;
+}
+
+
 void
 weir_http_v1_wait_request_handler(weir_event_t *rev)
 {
@@ -348,6 +429,8 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
 
         if (n == WEIR_AGAIN) {
 
+        again:
+
             if (!rev->timer_set) {
                 weir_event_add_timer(rev, cscf->client_header_timeout);
             }
@@ -357,9 +440,12 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
                 return;
             }
 
-            /* an idle connection keeps no buffer */
-            weir_http_v1_free_header_bufs(c, hc, NULL);
-            c->buffer = NULL;
+            /* an idle connection keeps no buffer (but the first bytes
+             * of an HTTP/2 preface stay) */
+            if (b->pos == b->last) {
+                weir_http_v1_free_header_bufs(c, hc, NULL);
+                c->buffer = NULL;
+            }
 
             if (!c->reusable) {
                 weir_reusable_connection(c, 1);
@@ -374,6 +460,17 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
         }
 
         b->last += n;
+    }
+
+    if (c->requests == 0 && c->ssl == NULL) {
+        switch (weir_http_v1_h2c_preface(c, hc, b)) {
+        case WEIR_OK:
+            return;
+        case WEIR_AGAIN:
+            goto again;
+        default:
+            break;
+        }
     }
 
     hc->pipeline = 0;

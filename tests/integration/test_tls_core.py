@@ -151,8 +151,8 @@ def test_ssl_and_plain_on_one_address(weir, first, second):
     assert emerg(reason, path, 2 + off) in lines, res.stderr
 
 
-@pytest.mark.parametrize("param", ["http2", "quic"])
-def test_http2_and_quic_not_yet(weir, param):
+@pytest.mark.parametrize("param", ["quic"])
+def test_quic_not_yet(weir, param):
     text = ("http {\n"
             "    server {\n"
             "        listen 127.0.0.1:%d %s;\n"

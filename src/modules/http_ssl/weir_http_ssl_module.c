@@ -124,6 +124,7 @@ static int weir_http_ssl_servername(SSL *ssl_conn, int *ad, void *arg);
 static weir_uint_t weir_http_ssl_resumption_allowed(SSL *ssl_conn,
     weir_connection_t *c, weir_http_ssl_srv_conf_t *sscf,
     const char *servername);
+static weir_uint_t weir_http_ssl_alpn_is_h2(weir_connection_t *c);
 static int weir_http_ssl_alpn_select(SSL *ssl_conn,
     const unsigned char **out, unsigned char *outlen,
     const unsigned char *in, unsigned int inlen, void *arg);
@@ -149,6 +150,8 @@ static weir_int_t weir_http_ssl_get_session_id(weir_connection_t *c,
 /* the protocols ALPN may choose, in the server's order of preference
  * (the HTTP/2 module will put "h2" first) */
 static const unsigned char  weir_http_ssl_alpn[] = "\x08http/1.1";
+/* with HTTP/2 enabled for the connection: h2 first */
+static const unsigned char  weir_http_ssl_alpn_h2[] = "\x02h2\x08http/1.1";
 
 
 static weir_conf_bitmask_t  weir_http_ssl_protocols[] = {
@@ -1460,7 +1463,9 @@ weir_http_ssl_plain_http(weir_connection_t *c)
 static void
 weir_http_ssl_handshake_handler(weir_connection_t *c)
 {
-    weir_ssl_conn_t  *sc;
+    weir_ssl_conn_t             *sc;
+    weir_http_connection_t      *hc;
+    weir_http_core_main_conf_t  *cmcf;
 
     sc = weir_ssl_conn(c);
 
@@ -1492,7 +1497,39 @@ weir_http_ssl_handshake_handler(weir_connection_t *c)
 
     c->read->ready = 1;
 
+    if (weir_http_ssl_alpn_is_h2(c)) {
+        hc = c->data;
+        cmcf = hc->conf_ctx->main_conf[weir_http_core_module.ctx_index];
+        cmcf->v2->init_connection(c, NULL, 0);
+        return;
+    }
+
     weir_http_v1_init_connection(c);
+}
+
+
+/* did ALPN choose "h2" (which it offers only with HTTP/2 enabled)? */
+
+static weir_uint_t
+weir_http_ssl_alpn_is_h2(weir_connection_t *c)
+{
+    unsigned int                 len;
+    const unsigned char         *data;
+    weir_ssl_conn_t             *sc;
+    weir_http_connection_t      *hc;
+    weir_http_core_main_conf_t  *cmcf;
+
+    hc = c->data;
+    cmcf = hc->conf_ctx->main_conf[weir_http_core_module.ctx_index];
+    sc = weir_ssl_conn(c);
+
+    if (cmcf->v2 == NULL || sc == NULL) {
+        return 0;
+    }
+
+    SSL_get0_alpn_selected(sc->connection, &data, &len);
+
+    return len == 2 && data[0] == 'h' && data[1] == '2';
 }
 
 
@@ -1665,17 +1702,34 @@ weir_http_ssl_alpn_select(SSL *ssl_conn, const unsigned char **out,
     unsigned char *outlen, const unsigned char *in, unsigned int inlen,
     void *arg)
 {
-    unsigned char      *selected;
-    weir_connection_t  *c;
+    size_t                       srvlen;
+    unsigned char               *selected;
+    const unsigned char         *srv;
+    weir_connection_t           *c;
+    weir_http_connection_t      *hc;
+    weir_http_core_main_conf_t  *cmcf;
 
     (void) arg;
 
     c = SSL_get_ex_data(ssl_conn, weir_ssl_connection_index);
 
     selected = NULL;
+    srv = weir_http_ssl_alpn;
+    srvlen = sizeof(weir_http_ssl_alpn) - 1;
 
-    if (SSL_select_next_proto(&selected, outlen, weir_http_ssl_alpn,
-                              sizeof(weir_http_ssl_alpn) - 1, in, inlen)
+    if (c) {
+        /* SNI has selected the server block by now (hc->conf_ctx) */
+        hc = c->data;
+        cmcf = hc->conf_ctx->main_conf[weir_http_core_module.ctx_index];
+
+        if (cmcf->v2 && cmcf->v2->enabled(c)) {
+            srv = weir_http_ssl_alpn_h2;
+            srvlen = sizeof(weir_http_ssl_alpn_h2) - 1;
+        }
+    }
+
+    if (SSL_select_next_proto(&selected, outlen, srv, (unsigned int) srvlen,
+                              in, inlen)
         != OPENSSL_NPN_NEGOTIATED)
     {
         if (c) {

@@ -1,0 +1,892 @@
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_event.h"
+#include "weir_http.h"
+#include "weir_http_v2.h"
+
+/*
+ * The HTTP/2 session of one client connection: nghttp2 does the framing,
+ * HPACK, stream states, flow-control accounting and most of RFC 9113's
+ * checks; this file moves bytes between the socket and nghttp2.
+ *
+ * Reading: c->recv into a buffer shared by the worker's sessions
+ * (nghttp2_session_mem_recv copies what it keeps), then
+ * nghttp2_session_mem_recv.
+ *
+ * Writing: whoever gives nghttp2 something to send (a response head, a
+ * resumed body, a WINDOW_UPDATE) calls weir_http_v2_post_write(), which
+ * posts the connection's write event once. When it runs, after the
+ * other events of this pass, everything nghttp2_session_mem_send has is
+ * copied into one output buffer and written with one c->writev: the
+ * frames of many streams go out together, never one syscall per frame.
+ * While the socket is full the rest waits in the buffer and nghttp2 is
+ * not asked for more (back-pressure: its data providers are not called,
+ * so the streams' queues stay full and their requests wait).
+ */
+
+
+#define WEIR_HTTP_V2_OUT_SIZE     (64 * 1024)
+
+
+static void weir_http_v2_read_handler(weir_event_t *rev);
+static void weir_http_v2_write_handler(weir_event_t *wev);
+static void weir_http_v2_write(weir_http_v2_conn_t *h2c);
+static weir_int_t weir_http_v2_flush(weir_http_v2_conn_t *h2c);
+static void weir_http_v2_set_idle(weir_http_v2_conn_t *h2c);
+static void weir_http_v2_shutdown(weir_http_v2_conn_t *h2c);
+static void weir_http_v2_shutdown_handler(weir_event_t *ev);
+static void weir_http_v2_final_goaway(weir_http_v2_conn_t *h2c);
+static void weir_http_v2_finalize(weir_http_v2_conn_t *h2c);
+static void weir_http_v2_session_cleanup(void *data);
+static int weir_http_v2_on_frame_recv(nghttp2_session *session,
+    const nghttp2_frame *frame, void *user_data);
+static int weir_http_v2_on_invalid_frame(nghttp2_session *session,
+    const nghttp2_frame *frame, int lib_error_code, void *user_data);
+static int weir_http_v2_error_callback(nghttp2_session *session,
+    int lib_error_code, const char *msg, size_t len, void *user_data);
+
+
+/* the worker's receive buffer (http2_recv_buffer_size), shared by every
+ * session: nothing points into it after nghttp2_session_mem_recv */
+static unsigned char  *weir_http_v2_recv_buf;
+static size_t          weir_http_v2_recv_size;
+
+
+static weir_http_v2_srv_conf_t *
+weir_http_v2_srv_conf(weir_http_connection_t *hc)
+{
+    return hc->conf_ctx->srv_conf[weir_http_v2_module.ctx_index];
+}
+
+
+weir_uint_t
+weir_http_v2_enabled(weir_connection_t *c)
+{
+    weir_http_connection_t  *hc;
+
+    hc = c->data;
+
+    if (hc->addr_conf->http2) {
+        return 1;
+    }
+
+    return weir_http_v2_srv_conf(hc)->enable == 1;
+}
+
+
+void
+weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
+    size_t len)
+{
+    int                          rv;
+    ssize_t                      n;
+    weir_event_t                *rev;
+    nghttp2_option              *opt;
+    nghttp2_settings_entry       iv[4];
+    weir_pool_cleanup_t         *cln;
+    weir_http_v2_conn_t         *h2c;
+    weir_http_connection_t      *hc;
+    weir_http_v2_srv_conf_t     *h2scf;
+    weir_http_core_srv_conf_t   *cscf;
+    weir_http_core_loc_conf_t   *clcf;
+    nghttp2_session_callbacks   *cb;
+
+    hc = c->data;
+    rev = c->read;
+
+    h2c = weir_pcalloc(c->pool, sizeof(weir_http_v2_conn_t));
+    if (h2c == NULL) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    h2scf = weir_http_v2_srv_conf(hc);
+    cscf = hc->conf_ctx->srv_conf[weir_http_core_module.ctx_index];
+    clcf = hc->conf_ctx->loc_conf[weir_http_core_module.ctx_index];
+
+    h2c->connection = c;
+    h2c->http_connection = hc;
+    h2c->h2scf = h2scf;
+    h2c->ssl = c->ssl ? 1 : 0;
+    h2c->idle_timeout = clcf->keepalive_timeout;
+    h2c->header_timeout = cscf->client_header_timeout;
+    h2c->keepalive_requests = clcf->keepalive_requests;
+    weir_queue_init(&h2c->streams);
+
+    h2c->shutdown.data = h2c;
+    h2c->shutdown.handler = weir_http_v2_shutdown_handler;
+    h2c->shutdown.log = c->log;
+    h2c->shutdown.cancelable = 1;
+
+    hc->proto_ctx = h2c;
+
+    cln = weir_pool_cleanup_add(c->pool, 0);
+    if (cln == NULL) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    cln->handler = weir_http_v2_session_cleanup;
+    cln->data = h2c;
+
+    if (nghttp2_session_callbacks_new(&cb) != 0) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb,
+        weir_http_v2_on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb,
+        weir_http_v2_on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb,
+        weir_http_v2_on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb,
+        weir_http_v2_on_data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb,
+        weir_http_v2_on_stream_close);
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb,
+        weir_http_v2_on_invalid_frame);
+    nghttp2_session_callbacks_set_error_callback2(cb,
+        weir_http_v2_error_callback);
+
+    if (nghttp2_option_new(&opt) != 0) {
+        nghttp2_session_callbacks_del(cb);
+        weir_http_close_connection(c);
+        return;
+    }
+
+    /* credit is given back as the request body is taken */
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    /* floods of PING and SETTINGS (their ACKs queue up), rapid reset,
+     * CONTINUATION; the HPACK table the client may make us keep */
+    nghttp2_option_set_max_outbound_ack(opt, 1000);
+    nghttp2_option_set_max_settings(opt, 32);
+    nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
+    nghttp2_option_set_max_continuations(opt, 8);
+    nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+
+    rv = nghttp2_session_server_new2(&h2c->session, cb, h2c, opt);
+
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cb);
+
+    if (rv != 0) {
+        weir_log_error(WEIR_LOG_ERR, c->log, 0,
+                       "nghttp2_session_server_new() failed: %s",
+                       nghttp2_strerror(rv));
+        h2c->session = NULL;
+        weir_http_close_connection(c);
+        return;
+    }
+
+    iv[0].settings_id = NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS;
+    iv[0].value = (uint32_t) h2scf->max_concurrent_streams;
+    iv[1].settings_id = NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE;
+    iv[1].value = (uint32_t) h2scf->stream_window;
+    iv[2].settings_id = NGHTTP2_SETTINGS_ENABLE_PUSH;
+    iv[2].value = 0;
+    /* as nginx: a field fits one large_client_header_buffers buffer,
+     * the list all of them */
+    iv[3].settings_id = NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE;
+    iv[3].value = (uint32_t) (cscf->large_client_header_buffers.size
+                              * cscf->large_client_header_buffers.num);
+
+    if (nghttp2_submit_settings(h2c->session, NGHTTP2_FLAG_NONE, iv, 4) != 0
+        || nghttp2_session_set_local_window_size(h2c->session,
+               NGHTTP2_FLAG_NONE, 0, (int32_t) h2scf->connection_window)
+           != 0)
+    {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    c->log->action = "processing HTTP/2 connection";
+
+    rev->handler = weir_http_v2_read_handler;
+    c->write->handler = weir_http_v2_write_handler;
+
+    if (rev->timer_set) {
+        weir_event_del_timer(rev);
+    }
+
+    h2c->in_handler = 1;
+
+    if (len) {
+        n = nghttp2_session_mem_recv(h2c->session, data, len);
+
+        if (n < 0) {
+            weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                           "client sent invalid HTTP/2 data: %s",
+                           nghttp2_strerror((int) n));
+            h2c->close_pending = 1;
+        }
+    }
+
+    h2c->in_handler = 0;
+
+    if (h2c->close_pending) {
+        weir_http_v2_finalize(h2c);
+        return;
+    }
+
+    weir_reusable_connection(c, 1);
+    weir_http_v2_set_idle(h2c);
+    weir_http_v2_post_write(h2c);
+
+    if (weir_handle_read_event(rev, 0) != WEIR_OK) {
+        weir_http_v2_finalize(h2c);
+        return;
+    }
+
+    if (c->ssl || rev->ready) {
+        /* the first frames may be in the TLS library already */
+        rev->ready = 1;
+        weir_post_event(rev, &weir_posted_events);
+    }
+}
+
+
+static void
+weir_http_v2_session_cleanup(void *data)
+{
+    weir_http_v2_conn_t  *h2c = data;
+
+    h2c->destroyed = 1;
+
+    if (h2c->shutdown.timer_set) {
+        weir_event_del_timer(&h2c->shutdown);
+    }
+
+    if (h2c->session) {
+        nghttp2_session_del(h2c->session);
+        h2c->session = NULL;
+    }
+
+    if (h2c->out) {
+        weir_free(h2c->out);
+        h2c->out = NULL;
+    }
+}
+
+
+/* the connection's timer while no stream is open: the preface and first
+ * request within client_header_timeout, then keepalive_timeout */
+
+static void
+weir_http_v2_set_idle(weir_http_v2_conn_t *h2c)
+{
+    weir_connection_t  *c;
+
+    c = h2c->connection;
+
+    if (h2c->nstreams) {
+        if (c->read->timer_set) {
+            weir_event_del_timer(c->read);
+        }
+        return;
+    }
+
+    weir_event_add_timer(c->read, h2c->nrequests ? h2c->idle_timeout
+                                                 : h2c->header_timeout);
+}
+
+
+static void
+weir_http_v2_read_handler(weir_event_t *rev)
+{
+    ssize_t                    n, rv;
+    size_t                     size, total;
+    weir_connection_t         *c;
+    weir_http_v2_conn_t       *h2c;
+    weir_http_connection_t    *hc;
+    weir_http_v2_main_conf_t  *h2mcf;
+
+    c = rev->data;
+    hc = c->data;
+    h2c = hc->proto_ctx;
+
+    if (rev->timedout) {
+        rev->timedout = 0;
+
+        if (h2c->nstreams == 0) {
+            weir_log_error(WEIR_LOG_INFO, c->log, WEIR_ETIMEDOUT,
+                           h2c->nrequests ? "client timed out (HTTP/2 idle)"
+                           : "client timed out (HTTP/2 preface)");
+            (void) nghttp2_submit_goaway(h2c->session, NGHTTP2_FLAG_NONE,
+                nghttp2_session_get_last_proc_stream_id(h2c->session),
+                NGHTTP2_NO_ERROR, NULL, 0);
+            (void) weir_http_v2_flush(h2c);
+            weir_http_v2_finalize(h2c);
+            return;
+        }
+    }
+
+    if (c->close) {
+        /* the worker shuts down (or lacks connections): GOAWAY, finish
+         * the streams in flight */
+        c->close = 0;
+        weir_http_v2_shutdown(h2c);
+        return;
+    }
+
+    h2mcf = hc->conf_ctx->main_conf[weir_http_v2_module.ctx_index];
+    size = h2mcf->recv_buffer_size;
+
+    if (weir_http_v2_recv_size < size) {
+        if (weir_http_v2_recv_buf) {
+            weir_free(weir_http_v2_recv_buf);
+        }
+
+        weir_http_v2_recv_size = 0;
+        weir_http_v2_recv_buf = weir_alloc(size, c->log);
+
+        if (weir_http_v2_recv_buf == NULL) {
+            weir_http_v2_finalize(h2c);
+            return;
+        }
+
+        weir_http_v2_recv_size = size;
+    }
+
+    total = 0;
+    h2c->in_handler = 1;
+
+    for ( ;; ) {
+
+        if (!rev->ready && c->ssl && c->ssl->ops->pending(c)) {
+            rev->ready = 1;
+        }
+
+        if (!rev->ready) {
+            break;
+        }
+
+        if (total >= size) {
+            /* the other connections get their turn */
+            weir_post_event(rev, &weir_posted_next_events);
+            break;
+        }
+
+        n = c->recv(c, weir_http_v2_recv_buf, size);
+
+        if (n == WEIR_AGAIN) {
+            break;
+        }
+
+        if (n == 0 || n == WEIR_ERROR) {
+            if (n == 0 && h2c->nstreams) {
+                weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                               "client prematurely closed HTTP/2 "
+                               "connection");
+            }
+
+            c->error = 1;
+            h2c->close_pending = 1;
+            break;
+        }
+
+        total += n;
+
+        rv = nghttp2_session_mem_recv(h2c->session, weir_http_v2_recv_buf,
+                                      (size_t) n);
+
+        if (rv < 0) {
+            /* nghttp2 queued the GOAWAY it wants to send */
+            weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                           "client sent invalid HTTP/2 data: %s",
+                           nghttp2_strerror((int) rv));
+            h2c->close_pending = 1;
+            (void) weir_http_v2_flush(h2c);
+            break;
+        }
+
+        if (h2c->close_pending) {
+            break;
+        }
+    }
+
+    h2c->in_handler = 0;
+
+    if (h2c->close_pending) {
+        weir_http_v2_finalize(h2c);
+        return;
+    }
+
+    if (weir_handle_read_event(rev, 0) != WEIR_OK) {
+        weir_http_v2_finalize(h2c);
+        return;
+    }
+
+    weir_http_v2_post_write(h2c);
+    weir_http_v2_check_close(h2c);
+}
+
+
+void
+weir_http_v2_post_write(weir_http_v2_conn_t *h2c)
+{
+    weir_event_t  *wev;
+
+    if (h2c->write_posted || h2c->blocked || h2c->destroyed) {
+        return;
+    }
+
+    wev = h2c->connection->write;
+
+    if (wev->posted) {
+        return;
+    }
+
+    h2c->write_posted = 1;
+    weir_post_event(wev, &weir_posted_events);
+}
+
+
+static void
+weir_http_v2_write_handler(weir_event_t *wev)
+{
+    weir_connection_t       *c;
+    weir_http_v2_conn_t     *h2c;
+    weir_http_connection_t  *hc;
+
+    c = wev->data;
+    hc = c->data;
+    h2c = hc->proto_ctx;
+
+    h2c->write_posted = 0;
+
+    if (wev->timedout) {
+        weir_log_error(WEIR_LOG_INFO, c->log, WEIR_ETIMEDOUT,
+                       "client timed out (HTTP/2 send)");
+        c->timedout = 1;
+        c->error = 1;
+        weir_http_v2_finalize(h2c);
+        return;
+    }
+
+    weir_http_v2_write(h2c);
+}
+
+
+static void
+weir_http_v2_write(weir_http_v2_conn_t *h2c)
+{
+    weir_int_t  rc;
+
+    rc = weir_http_v2_flush(h2c);
+
+    if (rc == WEIR_ERROR) {
+        weir_http_v2_finalize(h2c);
+        return;
+    }
+
+    weir_http_v2_check_close(h2c);
+}
+
+
+/*
+ * Writes what waits, then collects what nghttp2 has into the output
+ * buffer and writes it, one c->writev per call. WEIR_OK (all written:
+ * if nghttp2 still has more, the write is posted for the next pass),
+ * WEIR_AGAIN (the socket is full: the write event is armed) or
+ * WEIR_ERROR.
+ */
+
+static weir_int_t
+weir_http_v2_flush(weir_http_v2_conn_t *h2c)
+{
+    int                         cnt;
+    size_t                      room, total;
+    ssize_t                     n, len;
+    weir_uint_t                 full;
+    struct iovec                iov[2];
+    weir_event_t               *wev;
+    weir_connection_t          *c;
+    const uint8_t              *data;
+    weir_http_core_loc_conf_t  *clcf;
+
+    c = h2c->connection;
+    wev = c->write;
+
+    if (h2c->session == NULL || c->error) {
+        return WEIR_ERROR;
+    }
+
+    full = 0;
+
+    if (h2c->out_pos == h2c->out_last && h2c->pend_len == 0) {
+
+        /* nothing waits: collect */
+
+        if (h2c->out == NULL) {
+            h2c->out = weir_alloc(WEIR_HTTP_V2_OUT_SIZE, c->log);
+            if (h2c->out == NULL) {
+                return WEIR_ERROR;
+            }
+
+            h2c->out_size = WEIR_HTTP_V2_OUT_SIZE;
+        }
+
+        h2c->out_pos = h2c->out;
+        h2c->out_last = h2c->out;
+
+        for ( ;; ) {
+            len = nghttp2_session_mem_send(h2c->session, &data);
+
+            if (len < 0) {
+                weir_log_error(WEIR_LOG_ERR, c->log, 0,
+                               "nghttp2_session_mem_send() failed: %s",
+                               nghttp2_strerror((int) len));
+                return WEIR_ERROR;
+            }
+
+            if (len == 0) {
+                break;
+            }
+
+            room = h2c->out + h2c->out_size - h2c->out_last;
+
+            if ((size_t) len > room) {
+                /* the rest stays in nghttp2 until its next mem_send */
+                h2c->out_last = weir_cpymem(h2c->out_last, data, room);
+                h2c->pend = data + room;
+                h2c->pend_len = (size_t) len - room;
+                full = 1;
+                break;
+            }
+
+            h2c->out_last = weir_cpymem(h2c->out_last, data, (size_t) len);
+
+            if (h2c->out_last == h2c->out + h2c->out_size) {
+                full = 1;
+                break;
+            }
+        }
+    }
+
+    cnt = 0;
+    total = 0;
+
+    if (h2c->out_pos < h2c->out_last) {
+        iov[cnt].iov_base = h2c->out_pos;
+        iov[cnt].iov_len = h2c->out_last - h2c->out_pos;
+        total += iov[cnt].iov_len;
+        cnt++;
+    }
+
+    if (h2c->pend_len) {
+        iov[cnt].iov_base = (void *) h2c->pend;
+        iov[cnt].iov_len = h2c->pend_len;
+        total += iov[cnt].iov_len;
+        cnt++;
+    }
+
+    if (cnt == 0) {
+        /* an idle connection keeps no output buffer */
+        if (h2c->out) {
+            weir_free(h2c->out);
+            h2c->out = NULL;
+            h2c->out_pos = NULL;
+            h2c->out_last = NULL;
+        }
+
+        h2c->blocked = 0;
+
+        if (wev->timer_set) {
+            weir_event_del_timer(wev);
+        }
+
+        return WEIR_OK;
+    }
+
+    n = c->writev(c, iov, cnt);
+
+    if (n == WEIR_ERROR) {
+        c->error = 1;
+        return WEIR_ERROR;
+    }
+
+    if (n == WEIR_AGAIN) {
+        n = 0;
+    }
+
+    /* what was written */
+
+    len = n;
+
+    if (h2c->out_pos < h2c->out_last) {
+        room = h2c->out_last - h2c->out_pos;
+
+        if ((size_t) len >= room) {
+            h2c->out_pos = h2c->out_last;
+            len -= room;
+
+        } else {
+            h2c->out_pos += len;
+            len = 0;
+        }
+    }
+
+    if (len && h2c->pend_len) {
+        h2c->pend += len;
+        h2c->pend_len -= (size_t) len;
+    }
+
+    if ((size_t) n < total) {
+        /* back-pressure: nghttp2 is not asked for more until this is
+         * gone */
+        h2c->blocked = 1;
+        wev->ready = 0;
+
+        clcf = h2c->http_connection->conf_ctx
+                   ->loc_conf[weir_http_core_module.ctx_index];
+
+        if (!wev->timer_set) {
+            weir_event_add_timer(wev, clcf->send_timeout);
+        }
+
+        if (weir_handle_write_event(wev, 0) != WEIR_OK) {
+            c->error = 1;
+            return WEIR_ERROR;
+        }
+
+        return WEIR_AGAIN;
+    }
+
+    h2c->blocked = 0;
+
+    if (wev->timer_set) {
+        weir_event_del_timer(wev);
+    }
+
+    h2c->out_pos = h2c->out;
+    h2c->out_last = h2c->out;
+
+    if (full || nghttp2_session_want_write(h2c->session)) {
+        /* more after the other connections had their turn */
+        if (!wev->posted) {
+            h2c->write_posted = 1;
+            weir_post_event(wev, &weir_posted_next_events);
+        }
+
+    } else if (h2c->out) {
+        weir_free(h2c->out);
+        h2c->out = NULL;
+        h2c->out_pos = NULL;
+        h2c->out_last = NULL;
+    }
+
+    return WEIR_OK;
+}
+
+
+/*
+ * Closes the session when nothing is left to do: nghttp2 wants neither
+ * to read nor to write (after a GOAWAY both ways, or a fatal error),
+ * or the shutdown GOAWAY went out and the last stream is gone.
+ */
+
+void
+weir_http_v2_check_close(weir_http_v2_conn_t *h2c)
+{
+    if (h2c->destroyed || h2c->in_handler) {
+        return;
+    }
+
+    if (h2c->close_pending) {
+        weir_http_v2_finalize(h2c);
+        return;
+    }
+
+    if (h2c->out_pos < h2c->out_last || h2c->pend_len) {
+        return;
+    }
+
+    if (nghttp2_session_want_write(h2c->session)) {
+        return;
+    }
+
+    if (nghttp2_session_want_read(h2c->session)
+        && !(h2c->goaway_final && h2c->nstreams == 0))
+    {
+        weir_http_v2_set_idle(h2c);
+        return;
+    }
+
+    if (h2c->nstreams) {
+        return;
+    }
+
+    weir_http_v2_finalize(h2c);
+}
+
+
+/*
+ * Graceful shutdown (RFC 9113 6.8): a GOAWAY with the largest stream id
+ * and a PING; when the PING comes back (or after a second, for a client
+ * that does not answer) the GOAWAY with the real last stream id. The
+ * streams in flight finish; the session closes when none is left.
+ */
+
+static void
+weir_http_v2_shutdown(weir_http_v2_conn_t *h2c)
+{
+    if (h2c->closing) {
+        return;
+    }
+
+    h2c->closing = 1;
+
+    if (nghttp2_submit_shutdown_notice(h2c->session) != 0
+        || nghttp2_submit_ping(h2c->session, NGHTTP2_FLAG_NONE,
+                               (const uint8_t *) "weir-bye") != 0)
+    {
+        weir_http_v2_final_goaway(h2c);
+        return;
+    }
+
+    weir_event_add_timer(&h2c->shutdown, 1000);
+
+    weir_http_v2_post_write(h2c);
+}
+
+
+static void
+weir_http_v2_shutdown_handler(weir_event_t *ev)
+{
+    weir_http_v2_conn_t  *h2c;
+
+    h2c = ev->data;
+
+    weir_http_v2_final_goaway(h2c);
+}
+
+
+static void
+weir_http_v2_final_goaway(weir_http_v2_conn_t *h2c)
+{
+    if (h2c->goaway_final || h2c->session == NULL) {
+        return;
+    }
+
+    h2c->goaway_final = 1;
+
+    if (h2c->shutdown.timer_set) {
+        weir_event_del_timer(&h2c->shutdown);
+    }
+
+    (void) nghttp2_submit_goaway(h2c->session, NGHTTP2_FLAG_NONE,
+               nghttp2_session_get_last_proc_stream_id(h2c->session),
+               NGHTTP2_NO_ERROR, NULL, 0);
+
+    weir_http_v2_post_write(h2c);
+
+    if (!h2c->in_handler) {
+        weir_http_v2_check_close(h2c);
+    }
+}
+
+
+/* ends the session: the streams left are told (c->error) and the
+ * connection closes when the last of them is freed */
+
+static void
+weir_http_v2_finalize(weir_http_v2_conn_t *h2c)
+{
+    weir_connection_t  *c;
+
+    if (h2c->destroyed) {
+        return;
+    }
+
+    c = h2c->connection;
+
+    if (h2c->in_handler) {
+        h2c->close_pending = 1;
+        return;
+    }
+
+    h2c->close_pending = 1;
+
+    if (h2c->nstreams) {
+        c->error = 1;
+
+        if (c->read->timer_set) {
+            weir_event_del_timer(c->read);
+        }
+
+        weir_http_v2_close_streams(h2c);
+
+        /* the last stream's request_done calls check_close again */
+        return;
+    }
+
+    h2c->destroyed = 1;
+
+    weir_http_close_connection(c);
+}
+
+
+static int
+weir_http_v2_on_frame_recv(nghttp2_session *session,
+    const nghttp2_frame *frame, void *user_data)
+{
+    weir_http_v2_conn_t  *h2c = user_data;
+
+    (void) session;
+
+    switch (frame->hd.type) {
+
+    case NGHTTP2_PING:
+        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) && h2c->closing
+            && weir_memcmp(frame->ping.opaque_data, "weir-bye", 8) == 0)
+        {
+            /* one round trip after the notice: the requests the client
+             * sent before it are all here */
+            weir_http_v2_final_goaway(h2c);
+        }
+
+        return 0;
+
+    case NGHTTP2_GOAWAY:
+        /* the client leaves: no new stream, the open ones finish */
+        h2c->goaway_final = 1;
+        return 0;
+
+    default:
+        return weir_http_v2_on_frame_recv_stream(h2c, frame);
+    }
+}
+
+
+static int
+weir_http_v2_on_invalid_frame(nghttp2_session *session,
+    const nghttp2_frame *frame, int lib_error_code, void *user_data)
+{
+    weir_http_v2_conn_t  *h2c = user_data;
+
+    (void) session;
+
+    weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0,
+                   "client sent invalid HTTP/2 frame (type %d, stream %d):"
+                   " %s", (int) frame->hd.type, (int) frame->hd.stream_id,
+                   nghttp2_strerror(lib_error_code));
+
+    return 0;
+}
+
+
+static int
+weir_http_v2_error_callback(nghttp2_session *session, int lib_error_code,
+    const char *msg, size_t len, void *user_data)
+{
+    weir_http_v2_conn_t  *h2c = user_data;
+
+    (void) session;
+    (void) lib_error_code;
+
+    weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0,
+                   "HTTP/2: %.*s", (int) len, msg);
+
+    return 0;
+}

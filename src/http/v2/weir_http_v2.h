@@ -1,0 +1,168 @@
+#ifndef _WEIR_HTTP_V2_H_INCLUDED_
+#define _WEIR_HTTP_V2_H_INCLUDED_
+
+/*
+ * HTTP/2 to clients, on nghttp2 (the ssize_t API of 1.52). Three files:
+ * weir_http_v2_module.c (directives, the hooks of cmcf->v2, $http2),
+ * weir_http_v2.c (the session: reading, the coalesced write path,
+ * SETTINGS, limits, timeouts, GOAWAY) and weir_http_v2_stream.c (one
+ * request per stream on a fake connection, the weir_http_proto_t of
+ * HTTP/2). docs/dev/http2.md describes the model.
+ */
+
+#include <nghttp2/nghttp2.h>
+
+
+#define WEIR_HTTP_V2_PREFACE      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+#define WEIR_HTTP_V2_PREFACE_LEN  (sizeof(WEIR_HTTP_V2_PREFACE) - 1)
+
+
+typedef struct {
+    size_t                       recv_buffer_size;
+} weir_http_v2_main_conf_t;
+
+
+typedef struct {
+    weir_flag_t                  enable;
+    weir_uint_t                  max_concurrent_streams;
+    size_t                       chunk_size;
+    size_t                       stream_window;
+    size_t                       connection_window;
+} weir_http_v2_srv_conf_t;
+
+
+typedef struct weir_http_v2_conn_s    weir_http_v2_conn_t;
+typedef struct weir_http_v2_stream_s  weir_http_v2_stream_t;
+
+
+/* per connection, in c->pool (hc->proto_ctx) */
+struct weir_http_v2_conn_s {
+    weir_connection_t           *connection;
+    weir_http_connection_t      *http_connection;
+    nghttp2_session             *session;
+    weir_http_v2_srv_conf_t     *h2scf;
+
+    /* frames nghttp2 gave, not written yet: buf (weir_alloc'd while
+     * bytes wait, freed when empty) then pend, the rest of the last
+     * piece nghttp2 returned (valid until its next mem_send) */
+    unsigned char               *out;
+    unsigned char               *out_pos;
+    unsigned char               *out_last;
+    size_t                       out_size;
+    const unsigned char         *pend;
+    size_t                       pend_len;
+
+    weir_queue_t                 streams;   /* open, of the stream type */
+    weir_uint_t                  nstreams;
+    weir_uint_t                  nrequests;
+    weir_uint_t                  keepalive_requests;
+    weir_http_v2_stream_t       *free_streams;  /* recycled, in c->pool */
+
+    weir_msec_t                  idle_timeout;
+    weir_msec_t                  header_timeout;
+
+    weir_event_t                 shutdown;  /* the second GOAWAY */
+    int32_t                      last_stream_id;
+
+    unsigned                     ssl:1;
+    unsigned                     write_posted:1;
+    unsigned                     blocked:1;     /* socket full */
+    unsigned                     closing:1;     /* GOAWAY sent, ends
+                                                   when no stream left */
+    unsigned                     goaway_final:1;
+    unsigned                     in_handler:1;  /* guard: close later */
+    unsigned                     close_pending:1;
+    unsigned                     destroyed:1;
+};
+
+
+/*
+ * Per stream, with its fake connection: allocated from c->pool and
+ * recycled through h2c->free_streams (so the connection's memory is
+ * bounded by the streams open at once, not by the requests served);
+ * the request and everything it allocates live in r->pool.
+ */
+struct weir_http_v2_stream_s {
+    weir_queue_t                 queue;     /* in h2c->streams */
+    weir_http_v2_stream_t       *next_free;
+    weir_connection_t            conn;
+    weir_event_t                 rev;
+    weir_event_t                 wev;
+    weir_log_t                   log;
+    weir_http_log_ctx_t          log_ctx;
+    weir_http_v2_conn_t         *h2c;
+    weir_http_request_t         *request;
+    weir_connection_t           *fc;        /* the fake connection */
+    int32_t                      id;
+
+    /* request pseudo-headers as received */
+    weir_str_t                   method;
+    weir_str_t                   path;
+    weir_str_t                   scheme;
+    weir_str_t                   authority;
+    size_t                       header_bytes;
+    weir_uint_t                  nheaders;
+
+    /* the request body */
+    off_t                        body_received;
+    weir_buf_t                  *body_buf;  /* memory block being filled */
+    weir_chain_t                *body_chain;
+    size_t                       unconsumed;    /* DATA not yet credited */
+    weir_chain_t                *pre;       /* DATA before read_body */
+    weir_chain_t               **pre_last;
+    weir_file_t                 *body_file;
+    weir_chain_t                *body_file_cl;
+    size_t                       body_mem;  /* in rb->bufs, in memory */
+    weir_http_header_t          *cookies;   /* crumbs, joined at the end */
+    weir_uint_t                  bad_status;
+
+    /* the response body waiting for nghttp2's data provider */
+    weir_chain_t                *out;
+    weir_chain_t                *free;
+    weir_buf_t                  *file_buf;
+    off_t                        out_bytes;
+
+    unsigned                     headers_done:1;
+    unsigned                     in_regular:1;  /* past the pseudo-headers */
+    unsigned                     bad:1;         /* refuse at the end */
+    unsigned                     end_stream:1;  /* the client's END_STREAM */
+    unsigned                     reading:1;     /* read_body was called */
+    unsigned                     discard:1;
+    unsigned                     data_deferred:1;
+    unsigned                     last_queued:1;
+    unsigned                     response_submitted:1;
+    unsigned                     closed:1;      /* nghttp2 closed it */
+    unsigned                     done:1;        /* the request was freed */
+    unsigned                     started:1;     /* the phases run */
+    unsigned                     trailers:1;
+};
+
+
+/* weir_http_v2.c */
+void weir_http_v2_init_connection(weir_connection_t *c,
+    unsigned char *data, size_t len);
+weir_uint_t weir_http_v2_enabled(weir_connection_t *c);
+/* asks for the write path to run once this event-loop pass is done */
+void weir_http_v2_post_write(weir_http_v2_conn_t *h2c);
+/* the session may be done (no stream, closing): close it */
+void weir_http_v2_check_close(weir_http_v2_conn_t *h2c);
+
+/* weir_http_v2_stream.c: nghttp2 callbacks for streams */
+int weir_http_v2_on_begin_headers(nghttp2_session *session,
+    const nghttp2_frame *frame, void *user_data);
+int weir_http_v2_on_header(nghttp2_session *session,
+    const nghttp2_frame *frame, const uint8_t *name, size_t namelen,
+    const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data);
+int weir_http_v2_on_frame_recv_stream(weir_http_v2_conn_t *h2c,
+    const nghttp2_frame *frame);
+int weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
+    int32_t stream_id, const uint8_t *data, size_t len, void *user_data);
+int weir_http_v2_on_stream_close(nghttp2_session *session,
+    int32_t stream_id, uint32_t error_code, void *user_data);
+/* the session goes: every stream's request is told (c->error) */
+void weir_http_v2_close_streams(weir_http_v2_conn_t *h2c);
+
+extern weir_module_t       weir_http_v2_module;
+extern weir_http_proto_t   weir_http_v2_proto;
+
+#endif /* _WEIR_HTTP_V2_H_INCLUDED_ */
