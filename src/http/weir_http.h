@@ -100,7 +100,11 @@ struct weir_http_ssl_hooks_s {
 };
 
 /* request lifecycle: see docs/dev/lifetimes.md */
-weir_http_request_t *weir_http_create_request(weir_connection_t *c);
+weir_http_request_t *weir_http_create_request(weir_connection_t *c,
+    weir_http_connection_t *hc);
+/* c->log names the client and c's current request (c->pool); WEIR_OK or
+ * WEIR_ERROR */
+weir_int_t weir_http_init_connection_log(weir_connection_t *c);
 void weir_http_finalize_request(weir_http_request_t *r, weir_int_t rc);
 void weir_http_close_request(weir_http_request_t *r, weir_int_t rc);
 void weir_http_free_request(weir_http_request_t *r, weir_int_t rc);

@@ -1197,8 +1197,11 @@ weir_http_variable_connection_requests(weir_http_request_t *r,
 {
     (void) data;
 
+    /* the transport connection's count: the same for every stream of a
+     * multiplexed connection */
     return weir_http_variable_printf(r, v, "%lu",
-                                     (unsigned long) r->connection->requests);
+                                     (unsigned long)
+                                     r->http_connection->requests);
 }
 
 

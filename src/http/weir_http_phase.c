@@ -756,7 +756,7 @@ weir_http_update_location_config(weir_http_request_t *r)
             r->keepalive = 0;
 
         } else if (clcf->keepalive_requests != WEIR_CONF_UNSET_UINT
-                   && c->requests >= clcf->keepalive_requests)
+                   && r->http_connection->requests >= clcf->keepalive_requests)
         {
             r->keepalive = 0;
         }

@@ -704,7 +704,6 @@ weir_http_init_connection(weir_connection_t *c)
     socklen_t                    len;
     weir_sockaddr_t             *sa;
     weir_http_port_t            *port;
-    weir_http_log_ctx_t         *ctx;
     weir_http_addr_conf_t       *addr_conf;
     weir_http_connection_t      *hc;
     weir_http_core_main_conf_t  *cmcf;
@@ -770,22 +769,12 @@ weir_http_init_connection(weir_connection_t *c)
     hc->addr_conf = addr_conf;
     hc->conf_ctx = addr_conf->default_server->ctx;
 
-    ctx = weir_palloc(c->pool, sizeof(weir_http_log_ctx_t));
-    if (ctx == NULL) {
+    if (weir_http_init_connection_log(c) != WEIR_OK) {
         weir_http_close_connection(c);
         return;
     }
 
-    ctx->connection = c;
-    ctx->request = NULL;
-    ctx->current_request = NULL;
-
-    c->log->connection = c->number;
-    c->log->handler = weir_http_log_error;
-    c->log->data = ctx;
     c->log->action = "waiting for request";
-
-    c->log_error = 1;
 
     if (addr_conf->ssl) {
         /* "listen ... ssl": the ssl module runs the handshake and hands
@@ -810,19 +799,56 @@ weir_http_init_connection(weir_connection_t *c)
 }
 
 
+/*
+ * c->log gets the HTTP context (the client, and the request once there
+ * is one) in c->pool. The accept handler calls it for a transport
+ * connection; a protocol that runs a request on a connection object of
+ * its own (an HTTP/2 stream) calls it for that one, whose c->log is its
+ * own copy, so that the stream's log lines name the stream's request.
+ */
+
+weir_int_t
+weir_http_init_connection_log(weir_connection_t *c)
+{
+    weir_http_log_ctx_t  *ctx;
+
+    ctx = weir_palloc(c->pool, sizeof(weir_http_log_ctx_t));
+    if (ctx == NULL) {
+        return WEIR_ERROR;
+    }
+
+    ctx->connection = c;
+    ctx->request = NULL;
+    ctx->current_request = NULL;
+
+    c->log->connection = c->number;
+    c->log->handler = weir_http_log_error;
+    c->log->data = ctx;
+
+    c->log_error = 1;
+
+    return WEIR_OK;
+}
+
+
+/*
+ * A request on c for the transport connection hc. For HTTP/1, c is the
+ * accepted connection and hc its c->data; for a multiplexed protocol c
+ * is the stream's own connection object (c->data becomes the request)
+ * and hc the transport's, shared by its streams: the request counts as
+ * one of hc's (keepalive_requests, $connection_requests).
+ */
+
 weir_http_request_t *
-weir_http_create_request(weir_connection_t *c)
+weir_http_create_request(weir_connection_t *c, weir_http_connection_t *hc)
 {
     weir_pool_t                 *pool;
     weir_http_request_t         *r;
     weir_http_log_ctx_t         *ctx;
-    weir_http_connection_t      *hc;
     weir_http_core_srv_conf_t   *cscf;
     weir_http_core_main_conf_t  *cmcf;
 
-    c->requests++;
-
-    hc = c->data;
+    hc->requests++;
 
     cscf = hc->conf_ctx->srv_conf[weir_http_core_module.ctx_index];
 
@@ -900,8 +926,10 @@ weir_http_create_request(weir_connection_t *c)
     r->log_ctx = ctx;
 
     /* the connection's log context now names this request */
-    ((weir_http_log_ctx_t *) c->log->data)->request = r;
-    ((weir_http_log_ctx_t *) c->log->data)->current_request = r;
+    if (c->log->data && c->log->handler == weir_http_log_error) {
+        ((weir_http_log_ctx_t *) c->log->data)->request = r;
+        ((weir_http_log_ctx_t *) c->log->data)->current_request = r;
+    }
 
     r->main = r;
     r->count = 1;

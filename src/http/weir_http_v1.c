@@ -301,7 +301,7 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
          */
 
         if (!weir_http_v1_input_pending(c)) {
-            if (c->requests > 0) {
+            if (hc->requests > 0) {
                 v1c = hc->proto_ctx;
 
                 if (weir_exiting && !v1c->draining) {
@@ -382,7 +382,7 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
 
     c->log->action = "reading client request line";
 
-    r = weir_http_create_request(c);
+    r = weir_http_create_request(c, hc);
     if (r == NULL) {
         weir_http_close_connection(c);
         return;

@@ -24,6 +24,7 @@ typedef struct {
 typedef struct {
     weir_http_request_t          r;
     weir_connection_t            c;
+    weir_http_connection_t       hc;
     struct sockaddr_in           sin;
     struct sockaddr_in           local;
 } test_http_req_t;
@@ -86,13 +87,16 @@ test_http_request(test_http_conf_t *t, test_http_req_t *q)
     r->pool = t->pool;
     r->main_conf = t->main_conf;
     r->connection = &q->c;
+    r->http_connection = &q->hc;
     r->main = r;
 
     q->c.log = weir_unit_log();
     q->c.pool = t->pool;
     q->c.fd = -1;
     q->c.number = 17;
-    q->c.requests = 3;
+    /* the transport connection's count ($connection_requests), which
+     * a stream's own connection object (fd -1) does not keep */
+    q->hc.requests = 3;
 
     q->sin.sin_family = AF_INET;
     q->sin.sin_port = htons(40000);
