@@ -735,69 +735,11 @@ weir_http_variable_remote_port(weir_http_request_t *r,
 }
 
 
-/*
- * The address the client connected to. A connection accepted on a
- * wildcard socket only knows "0.0.0.0" until it asks the kernel; the
- * answer is kept in the connection for the next request.
- */
+/* the address the client connected to, kept by the connection */
 static struct sockaddr *
 weir_http_variable_local_sockaddr(weir_http_request_t *r)
 {
-    socklen_t             len;
-    weir_sockaddr_t       sa;
-    struct sockaddr      *local;
-    weir_connection_t    *c;
-    struct sockaddr_in   *sin;
-    struct sockaddr_in6  *sin6;
-
-    c = r->connection;
-    local = c->local_sockaddr;
-
-    if (local) {
-        switch (local->sa_family) {
-
-        case AF_INET:
-            sin = (struct sockaddr_in *) local;
-            if (sin->sin_addr.s_addr != htonl(INADDR_ANY)) {
-                return local;
-            }
-            break;
-
-        case AF_INET6:
-            sin6 = (struct sockaddr_in6 *) local;
-            if (!IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr)) {
-                return local;
-            }
-            break;
-
-        default:
-            return local;
-        }
-    }
-
-    if (c->fd < 0) {
-        return local;
-    }
-
-    len = sizeof(weir_sockaddr_t);
-
-    if (getsockname(c->fd, &sa.sockaddr, &len) == -1) {
-        weir_log_error(WEIR_LOG_CRIT, c->log, weir_socket_errno,
-                       "getsockname() failed");
-        return local;
-    }
-
-    local = weir_palloc(c->pool, len);
-    if (local == NULL) {
-        return NULL;
-    }
-
-    weir_memcpy(local, &sa, len);
-
-    c->local_sockaddr = local;
-    c->local_socklen = len;
-
-    return local;
+    return weir_connection_local_sockaddr(r->connection);
 }
 
 

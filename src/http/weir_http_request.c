@@ -701,8 +701,6 @@ void
 weir_http_init_connection(weir_connection_t *c)
 {
     weir_uint_t                  i;
-    socklen_t                    len;
-    weir_sockaddr_t             *sa;
     weir_http_port_t            *port;
     weir_http_addr_conf_t       *addr_conf;
     weir_http_connection_t      *hc;
@@ -731,23 +729,10 @@ weir_http_init_connection(weir_connection_t *c)
         /* a wildcard bind serves several addresses: the local address
          * of this connection picks the configuration */
 
-        sa = weir_palloc(c->pool, sizeof(weir_sockaddr_t));
-        if (sa == NULL) {
+        if (weir_connection_local_sockaddr(c) == NULL) {
             weir_http_close_connection(c);
             return;
         }
-
-        len = sizeof(weir_sockaddr_t);
-
-        if (getsockname(c->fd, (struct sockaddr *) sa, &len) == -1) {
-            weir_log_error(WEIR_LOG_ERR, c->log, weir_socket_errno,
-                           "getsockname() failed");
-            weir_http_close_connection(c);
-            return;
-        }
-
-        c->local_sockaddr = (struct sockaddr *) sa;
-        c->local_socklen = len;
 
         for (i = 0; i < port->naddrs - 1; i++) {
             if (weir_cmp_sockaddr(c->local_sockaddr, c->local_socklen,
@@ -1436,7 +1421,10 @@ weir_http_block_reading(weir_http_request_t *r)
 
     rev = r->connection->read;
 
-    if ((weir_event_flags & WEIR_USE_LEVEL_EVENT) && rev->active) {
+    /* a connection without a socket (a stream) registers nothing */
+    if ((weir_event_flags & WEIR_USE_LEVEL_EVENT) && rev->active
+        && r->connection->fd != (weir_fd_t) -1)
+    {
         if (weir_del_event(rev, WEIR_READ_EVENT, 0) != WEIR_OK) {
             weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
         }
@@ -1446,57 +1434,31 @@ weir_http_block_reading(weir_http_request_t *r)
 
 /*
  * While the response is produced (e.g. waiting for an upstream), a read
- * event means either pipelined data or the client closing: peek to tell
- * them apart and end the request on a close.
+ * event means either more from the client (a pipelined request) or the
+ * client leaving: the protocol tells them apart (r->proto->test_closed),
+ * and a client that left ends the request with 499.
  */
 
 void
 weir_http_test_reading(weir_http_request_t *r)
 {
-    int                 n;
-    char                buf[1];
+    weir_int_t          rc;
     weir_err_t          err;
-    weir_event_t       *rev;
     weir_connection_t  *c;
 
     c = r->connection;
-    rev = c->read;
+    err = 0;
 
-    if (rev->pending_eof || rev->eof) {
-        rev->eof = 1;
-        err = 0;
-        goto closed;
+    rc = r->proto->test_closed(r, &err);
+
+    if (rc == WEIR_OK) {
+        return;
     }
 
-    n = recv(c->fd, buf, 1, MSG_PEEK);
-
-    if (n == 0) {
-        rev->eof = 1;
-        err = 0;
-        goto closed;
+    if (rc != WEIR_DONE) {
+        weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+        return;
     }
-
-    if (n == -1) {
-        err = weir_socket_errno;
-
-        if (err != WEIR_EAGAIN && err != EWOULDBLOCK) {
-            rev->eof = 1;
-            goto closed;
-        }
-    }
-
-    /* data is waiting (a pipelined request): level-triggered backends
-     * would report it again and again, so stop reading for now */
-
-    if ((weir_event_flags & WEIR_USE_LEVEL_EVENT) && rev->active) {
-        if (weir_del_event(rev, WEIR_READ_EVENT, 0) != WEIR_OK) {
-            weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
-        }
-    }
-
-    return;
-
-closed:
 
     c->error = 1;
 

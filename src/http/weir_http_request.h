@@ -301,6 +301,14 @@ struct weir_http_proto_s {
     weir_int_t                 (*send_interim)(weir_http_request_t *r,
                                                weir_uint_t status,
                                                weir_list_t *headers);
+    /* while the response is produced and nothing reads the body: has
+     * the client gone? WEIR_OK: still there (anything it sent more
+     * stays unread, and the protocol stops read events it would report
+     * again and again), WEIR_DONE: gone (*err: the error, 0 for a plain
+     * close), WEIR_ERROR. Called from the read event
+     * (weir_http_test_reading) */
+    weir_int_t                 (*test_closed)(weir_http_request_t *r,
+                                              weir_err_t *err);
     /* called when the request is freed: keep-alive, pipelining, close */
     void                       (*request_done)(weir_http_request_t *r,
                                                weir_int_t rc);

@@ -48,6 +48,8 @@ static weir_int_t weir_http_v1_discard_body(weir_http_request_t *r);
 static weir_int_t weir_http_v1_send_continue(weir_http_request_t *r);
 static weir_int_t weir_http_v1_send_interim(weir_http_request_t *r,
     weir_uint_t status, weir_list_t *headers);
+static weir_int_t weir_http_v1_test_closed(weir_http_request_t *r,
+    weir_err_t *err);
 static void weir_http_v1_request_done(weir_http_request_t *r,
     weir_int_t rc);
 
@@ -66,6 +68,7 @@ weir_http_proto_t  weir_http_v1_proto = {
     weir_http_v1_discard_body,
     weir_http_v1_send_continue,
     weir_http_v1_send_interim,
+    weir_http_v1_test_closed,
     weir_http_v1_request_done
 };
 
@@ -1224,6 +1227,79 @@ weir_http_v1_send_continue(weir_http_request_t *r)
     c->error = 1;
 
     return WEIR_ERROR;
+}
+
+
+/*
+ * Has the client gone while its response is produced? A FIN (eof,
+ * pending_eof), a socket error, or under TLS a close_notify: the TLS
+ * layer decrypts to tell (a raw peek would take any record, an alert
+ * included, for a pipelined request). Bytes that wait are a pipelined
+ * request: left for after the response.
+ */
+
+static weir_int_t
+weir_http_v1_test_closed(weir_http_request_t *r, weir_err_t *err)
+{
+    char                buf[1];
+    ssize_t             n;
+    weir_event_t       *rev;
+    weir_connection_t  *c;
+
+    c = r->connection;
+    rev = c->read;
+
+    *err = 0;
+
+    if (rev->pending_eof || rev->eof) {
+        rev->eof = 1;
+        return WEIR_DONE;
+    }
+
+    if (c->ssl && c->ssl->ops->peek) {
+        n = c->ssl->ops->peek(c);
+
+        if (n == 0 || n == WEIR_ERROR) {
+            rev->eof = 1;
+            return WEIR_DONE;
+        }
+
+        if (n == WEIR_AGAIN) {
+            /* part of a record, or a handshake message: the read event
+             * stays armed for the rest */
+            return WEIR_OK;
+        }
+
+    } else {
+        n = recv(c->fd, buf, 1, MSG_PEEK);
+
+        if (n == 0) {
+            rev->eof = 1;
+            return WEIR_DONE;
+        }
+
+        if (n == -1) {
+            *err = weir_socket_errno;
+
+            if (*err != WEIR_EAGAIN && *err != EWOULDBLOCK) {
+                rev->eof = 1;
+                return WEIR_DONE;
+            }
+
+            *err = 0;
+        }
+    }
+
+    /* data is waiting (a pipelined request): level-triggered backends
+     * would report it again and again, so stop reading for now */
+
+    if ((weir_event_flags & WEIR_USE_LEVEL_EVENT) && rev->active) {
+        if (weir_del_event(rev, WEIR_READ_EVENT, 0) != WEIR_OK) {
+            return WEIR_ERROR;
+        }
+    }
+
+    return WEIR_OK;
 }
 
 

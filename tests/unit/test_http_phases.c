@@ -189,9 +189,12 @@ weir_test_send_body(weir_http_request_t *r, weir_chain_t *in)
 }
 
 
+/* designated: the hooks this test does not need stay NULL as the table
+ * grows */
 static weir_http_proto_t  weir_test_proto = {
-    "test", weir_test_send_header, weir_test_send_body, NULL, NULL, NULL,
-    NULL, NULL
+    .name = "test",
+    .send_header = weir_test_send_header,
+    .send_body = weir_test_send_body
 };
 
 
