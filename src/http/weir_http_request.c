@@ -1080,8 +1080,10 @@ weir_http_finalize_request(weir_http_request_t *r, weir_int_t rc)
         if (r->http_state == WEIR_HTTP_STATE_READING) {
             /* an error in the head: its framing is not to be trusted
              * (Content-Length with Transfer-Encoding...), so no body is
-             * discarded by it; the connection closes after the answer,
-             * lingering over whatever the client still sends */
+             * discarded by it; the request asks its protocol to close
+             * the connection after the answer (r->keepalive) and to
+             * expect unread input (r->lingering_close): HTTP/1 lingers
+             * over it, a multiplexed protocol keeps its session */
             r->headers_in.content_length_n = -1;
             r->headers_in.chunked = 0;
             r->keepalive = 0;

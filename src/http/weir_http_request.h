@@ -309,6 +309,11 @@ struct weir_http_proto_s {
      * (weir_http_test_reading) */
     weir_int_t                 (*test_closed)(weir_http_request_t *r,
                                               weir_err_t *err);
+    /* r->loc_conf changed (weir_http_update_location_config): apply what
+     * the location says about the transport (HTTP/1: sendfile,
+     * tcp_nodelay, keepalive_timeout 0 and keepalive_requests clear
+     * r->keepalive); may be NULL */
+    void                       (*location_config)(weir_http_request_t *r);
     /* called when the request is freed: keep-alive, pipelining, close */
     void                       (*request_done)(weir_http_request_t *r,
                                                weir_int_t rc);

@@ -50,6 +50,7 @@ static weir_int_t weir_http_v1_send_interim(weir_http_request_t *r,
     weir_uint_t status, weir_list_t *headers);
 static weir_int_t weir_http_v1_test_closed(weir_http_request_t *r,
     weir_err_t *err);
+static void weir_http_v1_location_config(weir_http_request_t *r);
 static void weir_http_v1_request_done(weir_http_request_t *r,
     weir_int_t rc);
 
@@ -69,6 +70,7 @@ weir_http_proto_t  weir_http_v1_proto = {
     weir_http_v1_send_continue,
     weir_http_v1_send_interim,
     weir_http_v1_test_closed,
+    weir_http_v1_location_config,
     weir_http_v1_request_done
 };
 
@@ -988,6 +990,11 @@ weir_http_v1_process_request_header(weir_http_request_t *r)
                         == WEIR_HTTP_CONNECTION_KEEP_ALIVE);
     }
 
+    /* a body may leave unread bytes behind an early answer: close by
+     * lingering over them (lingering_close on) */
+    r->lingering_close = (r->headers_in.content_length_n > 0
+                          || r->headers_in.chunked);
+
     return weir_http_v1_check_buffered_body(r);
 }
 
@@ -1300,6 +1307,45 @@ weir_http_v1_test_closed(weir_http_request_t *r, weir_err_t *err)
     }
 
     return WEIR_OK;
+}
+
+
+/*
+ * The location's settings for the connection: sendfile (never under
+ * TLS: it encrypts in user space), tcp_nodelay (once set, kept), and a
+ * location with keepalive_timeout 0 or past keepalive_requests refuses
+ * keep-alive for the request, whatever location answers it in the end.
+ */
+
+static void
+weir_http_v1_location_config(weir_http_request_t *r)
+{
+    weir_connection_t          *c;
+    weir_http_core_loc_conf_t  *clcf;
+
+    c = r->connection;
+    clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
+
+    c->sendfile = (clcf->sendfile == 1 && c->ssl == NULL) ? 1 : 0;
+
+    if (clcf->tcp_nodelay == 1
+        && c->tcp_nodelay == WEIR_TCP_NODELAY_UNSET)
+    {
+        /* failure is logged by weir_tcp_nodelay and is harmless */
+        (void) weir_tcp_nodelay(c);
+    }
+
+    if (r->keepalive) {
+        if (clcf->keepalive_timeout == 0) {
+            r->keepalive = 0;
+
+        } else if (clcf->keepalive_requests != WEIR_CONF_UNSET_UINT
+                   && r->http_connection->requests
+                      >= clcf->keepalive_requests)
+        {
+            r->keepalive = 0;
+        }
+    }
 }
 
 

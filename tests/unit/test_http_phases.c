@@ -429,6 +429,60 @@ WEIR_UNIT_TEST(http_phase_run)
 }
 
 
+static void
+weir_test_location_config(weir_http_request_t *r)
+{
+    (void) r;
+    weir_test_call("proto_location");
+}
+
+
+/*
+ * A location change leaves the transport to the protocol: the engine
+ * neither turns sendfile or tcp_nodelay on nor refuses keep-alive for a
+ * keepalive_timeout of 0 (HTTP/1 does, in its hook); a stream of a
+ * multiplexed connection must not have its parent's socket touched.
+ */
+
+WEIR_UNIT_TEST(http_location_config_is_the_protocols)
+{
+    weir_test_req_t              t;
+    weir_http_proto_t            proto;
+    weir_http_core_main_conf_t   cmcf;
+
+    weir_memzero(&cmcf, sizeof(cmcf));
+    weir_test_req_init(&t, &cmcf);
+
+    proto = weir_test_proto;
+    proto.location_config = weir_test_location_config;
+    t.r.proto = &proto;
+
+    t.c.fd = -1;
+    t.clcf.sendfile = 1;
+    t.clcf.tcp_nodelay = 1;
+    t.clcf.keepalive_timeout = 0;
+    t.r.keepalive = 1;
+
+    weir_test_ncalls = 0;
+    weir_http_update_location_config(&t.r);
+
+    WEIR_CHECK_INT(weir_test_ncalls, 1);
+    WEIR_CHECK_STR(weir_test_calls[0], "proto_location");
+    WEIR_CHECK_INT(t.c.sendfile, 0);
+    WEIR_CHECK_INT(t.c.tcp_nodelay, WEIR_TCP_NODELAY_UNSET);
+    WEIR_CHECK_INT(t.r.keepalive, 1);
+
+    /* and a protocol without the hook is fine */
+    t.r.proto = &weir_test_proto;
+    weir_test_ncalls = 0;
+    weir_http_update_location_config(&t.r);
+    WEIR_CHECK_INT(weir_test_ncalls, 0);
+    WEIR_CHECK_INT(t.c.sendfile, 0);
+
+    weir_test_req_done(&t);
+}
+
+
 WEIR_UNIT_TEST(http_phase_post_rewrite)
 {
     weir_test_req_t              t;
