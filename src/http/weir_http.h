@@ -198,7 +198,14 @@ weir_file_t *weir_http_open_temp_file(weir_http_request_t *r);
  * r->discard_body is set), or an error (the connection cannot be kept).
  */
 weir_int_t weir_http_read_request_body_stream(weir_http_request_t *r);
+weir_int_t weir_http_read_unbuffered_request_body_stream(
+    weir_http_request_t *r);
 weir_int_t weir_http_discard_request_body_stream(weir_http_request_t *r);
+/* what a protocol decoded of the request body, on its way to the
+ * request body filters: checked against client_max_body_size as it
+ * arrives. WEIR_OK or an HTTP status (413) */
+weir_int_t weir_http_request_body_filter(weir_http_request_t *r,
+    weir_chain_t *in);
 /* the request announced "Expect: 100-continue" (HTTP/1.1 only) */
 weir_uint_t weir_http_request_expects_continue(weir_http_request_t *r);
 

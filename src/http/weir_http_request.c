@@ -1090,7 +1090,8 @@ weir_http_finalize_request(weir_http_request_t *r, weir_int_t rc)
             r->lingering_close = 1;
         }
 
-        if (c->read->timer_set) {
+        /* a background discard's timer is the protocol's: it stays */
+        if (c->read->timer_set && !r->discard_body) {
             weir_event_del_timer(c->read);
         }
 
@@ -1143,20 +1144,12 @@ static void
 weir_http_finalize_connection(weir_http_request_t *r)
 {
     weir_connection_t          *c;
-    weir_http_core_loc_conf_t  *clcf;
 
     c = r->connection;
 
+    /* a body being read or discarded keeps its timer (the protocol's) */
     if (c->read->timer_set && !r->discard_body && !r->reading_body) {
         weir_event_del_timer(c->read);
-    }
-
-    if (r->discard_body && !c->read->timer_set) {
-        /* an error response dropped the discard's timer on its way: a
-         * client that sends nothing more must not hold the request */
-        clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
-        weir_event_add_timer(c->read, clcf->lingering_timeout
-                                      ? clcf->lingering_timeout : 5000);
     }
 
     if (c->write->timer_set) {

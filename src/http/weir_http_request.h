@@ -267,6 +267,9 @@ typedef struct {
     weir_http_client_body_handler_pt  post_handler;
     /* added by the body helper: the protocol reader's own state */
     void                        *reader;
+    /* bytes given to the request body filters, checked against
+     * client_max_body_size (weir_http_request_body_filter) */
+    off_t                        passed;
     unsigned                     filter_need_buffering:1;
     unsigned                     last_sent:1;
     unsigned                     last_saved:1;
@@ -287,10 +290,18 @@ struct weir_http_proto_s {
      * event will call r->write_event_handler) or WEIR_ERROR */
     weir_int_t                 (*send_body)(weir_http_request_t *r,
                                             weir_chain_t *in);
-    /* starts or resumes reading the request body into r->request_body */
+    /* starts or resumes reading the request body into r->request_body,
+     * passing what it decodes to weir_http_request_body_filter() */
     weir_int_t                 (*read_body)(weir_http_request_t *r);
+    /* a streamed body (request_body_no_buffering): the consumer took
+     * what it was given, read or release more; WEIR_OK (the end went
+     * down), WEIR_AGAIN, an HTTP status or WEIR_ERROR */
+    weir_int_t                 (*read_unbuffered)(weir_http_request_t *r);
     /* reads and drops the request body */
     weir_int_t                 (*discard_body)(weir_http_request_t *r);
+    /* has some of the request body arrived already (the client did not
+     * wait for a 100)? */
+    weir_uint_t                (*body_received)(weir_http_request_t *r);
     /* sends a 1xx interim response (100-continue) */
     weir_int_t                 (*send_continue)(weir_http_request_t *r);
     /* relays an interim response from an origin (1xx other than 101)

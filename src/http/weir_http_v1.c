@@ -45,6 +45,7 @@ static void weir_http_v1_head_error(weir_http_request_t *r,
 
 static weir_int_t weir_http_v1_read_body(weir_http_request_t *r);
 static weir_int_t weir_http_v1_discard_body(weir_http_request_t *r);
+static weir_uint_t weir_http_v1_body_received(weir_http_request_t *r);
 static weir_int_t weir_http_v1_send_continue(weir_http_request_t *r);
 static weir_int_t weir_http_v1_send_interim(weir_http_request_t *r,
     weir_uint_t status, weir_list_t *headers);
@@ -62,16 +63,18 @@ static void weir_http_v1_drain(weir_connection_t *c, weir_msec_t left);
 
 
 weir_http_proto_t  weir_http_v1_proto = {
-    "HTTP/1.1",
-    weir_http_v1_send_header,
-    weir_http_v1_send_body,
-    weir_http_v1_read_body,
-    weir_http_v1_discard_body,
-    weir_http_v1_send_continue,
-    weir_http_v1_send_interim,
-    weir_http_v1_test_closed,
-    weir_http_v1_location_config,
-    weir_http_v1_request_done
+    .name = "HTTP/1.1",
+    .send_header = weir_http_v1_send_header,
+    .send_body = weir_http_v1_send_body,
+    .read_body = weir_http_v1_read_body,
+    .read_unbuffered = weir_http_read_unbuffered_request_body_stream,
+    .discard_body = weir_http_v1_discard_body,
+    .body_received = weir_http_v1_body_received,
+    .send_continue = weir_http_v1_send_continue,
+    .send_interim = weir_http_v1_send_interim,
+    .test_closed = weir_http_v1_test_closed,
+    .location_config = weir_http_v1_location_config,
+    .request_done = weir_http_v1_request_done
 };
 
 
@@ -1116,6 +1119,17 @@ static weir_int_t
 weir_http_v1_discard_body(weir_http_request_t *r)
 {
     return weir_http_discard_request_body_stream(r);
+}
+
+
+/* body bytes after the head in the read buffer: the client sent its
+ * body without waiting for a 100 (no read happens between the head and
+ * the first read of the body, so the buffer tells) */
+
+static weir_uint_t
+weir_http_v1_body_received(weir_http_request_t *r)
+{
+    return r->header_in && r->header_in->pos < r->header_in->last;
 }
 
 

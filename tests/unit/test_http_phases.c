@@ -483,6 +483,54 @@ WEIR_UNIT_TEST(http_location_config_is_the_protocols)
 }
 
 
+/*
+ * client_max_body_size is checked where any protocol hands its decoded
+ * body to the filters, whatever the framing said in advance (nothing,
+ * for a chunked HTTP/1 body or HTTP/2 DATA without content-length).
+ */
+
+WEIR_UNIT_TEST(http_body_limit_is_neutral)
+{
+    weir_buf_t                   b1, b2;
+    weir_chain_t                 cl1, cl2;
+    weir_test_req_t              t;
+    weir_http_request_body_t     rb;
+    weir_http_core_main_conf_t   cmcf;
+    unsigned char                data[6] = "abcdef";
+
+    weir_memzero(&cmcf, sizeof(cmcf));
+    weir_test_req_init(&t, &cmcf);
+
+    weir_memzero(&rb, sizeof(rb));
+    rb.rest = -1;
+    t.r.request_body = &rb;
+    t.clcf.client_max_body_size = 10;
+
+    weir_memzero(&b1, sizeof(b1));
+    b1.pos = data;
+    b1.last = data + sizeof(data);
+    b1.temporary = 1;
+    cl1.buf = &b1;
+    cl1.next = NULL;
+
+    WEIR_CHECK_INT(weir_http_request_body_filter(&t.r, &cl1), WEIR_OK);
+    WEIR_CHECK_INT(rb.passed, 6);
+    WEIR_CHECK(rb.bufs != NULL);
+
+    b2 = b1;
+    cl2.buf = &b2;
+    cl2.next = NULL;
+
+    WEIR_CHECK_INT(weir_http_request_body_filter(&t.r, &cl2),
+                   WEIR_HTTP_REQUEST_ENTITY_TOO_LARGE);
+
+    /* a protocol without a streamed reader: nothing more to read */
+    WEIR_CHECK_INT(weir_http_read_unbuffered_request_body(&t.r), WEIR_OK);
+
+    weir_test_req_done(&t);
+}
+
+
 WEIR_UNIT_TEST(http_phase_post_rewrite)
 {
     weir_test_req_t              t;
