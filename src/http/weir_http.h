@@ -16,6 +16,7 @@ typedef struct weir_http_request_s         weir_http_request_t;
 typedef struct weir_http_connection_s      weir_http_connection_t;
 typedef struct weir_http_header_s          weir_http_header_t;
 typedef struct weir_http_proto_s           weir_http_proto_t;
+typedef struct weir_http_tunnel_io_s       weir_http_tunnel_io_t;
 typedef struct weir_http_log_ctx_s         weir_http_log_ctx_t;
 typedef struct weir_http_chunked_s         weir_http_chunked_t;
 typedef struct weir_http_core_loc_conf_s   weir_http_core_loc_conf_t;

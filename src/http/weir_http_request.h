@@ -276,6 +276,35 @@ typedef struct {
 } weir_http_request_body_t;
 
 /*
+ * The client end of a tunnel (the upstream's 101 Upgrade; Extended
+ * CONNECT over a multiplexed protocol later): the upstream moves bytes
+ * between it and the origin connection. Readiness is r->connection's
+ * events (ready flags, timers), as for any request.
+ */
+struct weir_http_tunnel_io_s {
+    /* can the request become a tunnel? WEIR_OK with *preread the bytes
+     * the client sent after its request head, now taken (they stay
+     * valid for the request's life), or WEIR_DECLINED (HTTP/1.0: the
+     * client cannot follow) */
+    weir_int_t                 (*start)(weir_http_request_t *r,
+                                        weir_str_t *preread);
+    /* as c->recv and c->send: > 0 bytes, 0 the client's end of the
+     * stream (recv), WEIR_AGAIN (the ready flag of r->connection's event
+     * cleared), WEIR_ERROR */
+    ssize_t                    (*recv)(weir_http_request_t *r,
+                                       unsigned char *buf, size_t size);
+    ssize_t                    (*send)(weir_http_request_t *r,
+                                       unsigned char *buf, size_t size);
+    /* the end of what goes to the client (HTTP/1: close_notify under
+     * TLS, then the FIN); WEIR_OK, WEIR_AGAIN (call again on the write
+     * event), WEIR_ERROR */
+    weir_int_t                 (*half_close)(weir_http_request_t *r);
+    /* are bytes waiting that no read event will report (decrypted in
+     * the TLS library)? */
+    weir_uint_t                (*pending)(weir_http_request_t *r);
+};
+
+/*
  * What a protocol module provides for each request it creates. HTTP/1
  * fills it in weir_http_v1.c; HTTP/2 and HTTP/3 will add their own.
  */
@@ -325,6 +354,8 @@ struct weir_http_proto_s {
      * tcp_nodelay, keepalive_timeout 0 and keepalive_requests clear
      * r->keepalive); may be NULL */
     void                       (*location_config)(weir_http_request_t *r);
+    /* the client end of a tunnel; NULL: the protocol cannot tunnel */
+    const weir_http_tunnel_io_t *tunnel;
     /* called when the request is freed: keep-alive, pipelining, close */
     void                       (*request_done)(weir_http_request_t *r,
                                                weir_int_t rc);

@@ -52,6 +52,23 @@ static weir_int_t weir_http_v1_send_interim(weir_http_request_t *r,
 static weir_int_t weir_http_v1_test_closed(weir_http_request_t *r,
     weir_err_t *err);
 static void weir_http_v1_location_config(weir_http_request_t *r);
+static weir_int_t weir_http_v1_tunnel_start(weir_http_request_t *r,
+    weir_str_t *preread);
+static ssize_t weir_http_v1_tunnel_recv(weir_http_request_t *r,
+    unsigned char *buf, size_t size);
+static ssize_t weir_http_v1_tunnel_send(weir_http_request_t *r,
+    unsigned char *buf, size_t size);
+static weir_int_t weir_http_v1_tunnel_half_close(weir_http_request_t *r);
+static weir_uint_t weir_http_v1_tunnel_pending(weir_http_request_t *r);
+
+
+static const weir_http_tunnel_io_t  weir_http_v1_tunnel = {
+    .start = weir_http_v1_tunnel_start,
+    .recv = weir_http_v1_tunnel_recv,
+    .send = weir_http_v1_tunnel_send,
+    .half_close = weir_http_v1_tunnel_half_close,
+    .pending = weir_http_v1_tunnel_pending
+};
 static void weir_http_v1_request_done(weir_http_request_t *r,
     weir_int_t rc);
 
@@ -74,6 +91,7 @@ weir_http_proto_t  weir_http_v1_proto = {
     .send_interim = weir_http_v1_send_interim,
     .test_closed = weir_http_v1_test_closed,
     .location_config = weir_http_v1_location_config,
+    .tunnel = &weir_http_v1_tunnel,
     .request_done = weir_http_v1_request_done
 };
 
@@ -1360,6 +1378,65 @@ weir_http_v1_location_config(weir_http_request_t *r)
             r->keepalive = 0;
         }
     }
+}
+
+
+/* ---------------------------------------------------------------------
+ * the client end of a tunnel: the connection itself
+ */
+
+static weir_int_t
+weir_http_v1_tunnel_start(weir_http_request_t *r, weir_str_t *preread)
+{
+    weir_buf_t  *hb;
+
+    hb = r->header_in;
+
+    /* an HTTP/1.0 client knows no 101 */
+    if (r->http_version != WEIR_HTTP_VERSION_11 || hb == NULL) {
+        return WEIR_DECLINED;
+    }
+
+    preread->data = hb->pos;
+    preread->len = (size_t) (hb->last - hb->pos);
+
+    hb->pos = hb->last;
+
+    return WEIR_OK;
+}
+
+
+static ssize_t
+weir_http_v1_tunnel_recv(weir_http_request_t *r, unsigned char *buf,
+    size_t size)
+{
+    return r->connection->recv(r->connection, buf, size);
+}
+
+
+static ssize_t
+weir_http_v1_tunnel_send(weir_http_request_t *r, unsigned char *buf,
+    size_t size)
+{
+    return r->connection->send(r->connection, buf, size);
+}
+
+
+static weir_int_t
+weir_http_v1_tunnel_half_close(weir_http_request_t *r)
+{
+    return weir_connection_half_close(r->connection);
+}
+
+
+static weir_uint_t
+weir_http_v1_tunnel_pending(weir_http_request_t *r)
+{
+    weir_connection_t  *c;
+
+    c = r->connection;
+
+    return c->ssl && c->ssl->ops->pending(c);
 }
 
 

@@ -167,3 +167,83 @@ def test_tls_pipelined_request_while_proxied_is_not_an_abort(weir, pki,
     assert data.count(b"HTTP/1.1 200 ") == 2, data[:500]
     lines = access_lines(weir, 2)
     assert [l[0] for l in lines] == ["200", "200"]
+
+
+# ---- the client end of the tunnel, through r->proto->tunnel
+
+@pytest.fixture
+def ws_origin():
+    from wsorigin import WsOrigin
+
+    o = WsOrigin()
+    yield o
+    o.stop()
+    assert o.errors == [], "websocket origin errors: %s" % o.errors[:5]
+
+
+def ws_server(weir, ws_origin):
+    port = weir.port()
+    weir.conf("http {\n" + LOG_FORMAT +
+              "    server {\n"
+              "        listen 127.0.0.1:%d;\n"
+              "        access_log logs/t.log t;\n"
+              "        location / {\n"
+              "            proxy_pass http://127.0.0.1:%d;\n"
+              "            proxy_http_version 1.1;\n"
+              "            proxy_set_header Upgrade $http_upgrade;\n"
+              "            proxy_set_header Connection "
+              "$connection_upgrade;\n"
+              "        }\n"
+              "    }\n"
+              "}\n" % (port, ws_origin.port))
+    weir.start()
+    return port
+
+
+def test_tunnel_takes_the_bytes_sent_with_the_head(weir, ws_origin):
+    """A frame sent in the same write as the Upgrade request (bytes
+    after the head in HTTP/1's buffer) is the tunnel's first data."""
+    from wsorigin import (OP_TEXT, FrameReader, accept_key, encode_frame,
+                          parse_head, read_head)
+
+    port = ws_server(weir, ws_origin)
+    key = "dGhlIHNhbXBsZSBub25jZQ=="
+    s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
+    try:
+        s.sendall(b"GET /echo HTTP/1.1\r\nHost: localhost\r\n"
+                  b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: " + key.encode() + b"\r\n"
+                  b"Sec-WebSocket-Version: 13\r\n\r\n"
+                  + encode_frame(OP_TEXT, b"early", mask=True))
+        head, rest = read_head(s)
+        line, headers = parse_head(head)
+        assert line.startswith("HTTP/1.1 101 "), line
+        assert headers.get("sec-websocket-accept") == accept_key(key)
+        fin, op, masked, payload = FrameReader(s, rest).frame()
+        assert (op, payload) == (OP_TEXT, b"early")
+    finally:
+        s.close()
+
+
+def test_tunnel_refused_to_an_http10_client(weir, ws_origin):
+    """HTTP/1.0 knows no 101: the protocol declines the tunnel and the
+    client gets 502, as before the tunnel went through r->proto."""
+    port = ws_server(weir, ws_origin)
+    s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
+    try:
+        s.sendall(b"GET /echo HTTP/1.0\r\nHost: localhost\r\n"
+                  b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                  b"Sec-WebSocket-Version: 13\r\n\r\n")
+        data = b""
+        deadline = time.monotonic() + DEADLINE
+        while time.monotonic() < deadline:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+    finally:
+        s.close()
+    assert data.startswith(b"HTTP/1.1 502 "), data[:200]
+    assert "cannot follow" in weir.log()
+    assert access_lines(weir, 1)[0][0] == "502"
