@@ -1093,6 +1093,14 @@ weir_http_variable_status(weir_http_request_t *r,
 }
 
 
+/*
+ * The byte counts are the request's own: r->connection->sent is what was
+ * written for this request (HTTP/1 starts it again for every request of
+ * a connection; a stream of a multiplexed connection has a connection
+ * object of its own that counts the stream's bytes), and
+ * r->header_out_size the head as the protocol's send_header framed it.
+ */
+
 static weir_int_t
 weir_http_variable_body_bytes_sent(weir_http_request_t *r,
     weir_http_variable_value_t *v, uintptr_t data)
@@ -1506,6 +1514,13 @@ weir_http_variable_sent_connection(weir_http_request_t *r,
 {
     (void) data;
 
+    /* HTTP/2 and HTTP/3 heads have no Connection field (RFC 9113
+     * 8.2.2, RFC 9114 4.2) */
+    if (r->http_version >= WEIR_HTTP_VERSION_20) {
+        weir_http_variable_set_not_found(v);
+        return WEIR_OK;
+    }
+
     if (r->keepalive) {
         weir_http_variable_set_value(v, (unsigned char *) "keep-alive",
                                      sizeof("keep-alive") - 1);
@@ -1525,7 +1540,9 @@ weir_http_variable_sent_transfer_encoding(weir_http_request_t *r,
 {
     (void) data;
 
-    if (r->chunked) {
+    /* r->chunked is HTTP/1's framing; a multiplexed protocol frames
+     * the body itself and never sets it */
+    if (r->chunked && r->http_version < WEIR_HTTP_VERSION_20) {
         weir_http_variable_set_value(v, (unsigned char *) "chunked",
                                      sizeof("chunked") - 1);
 

@@ -361,6 +361,26 @@ WEIR_UNIT_TEST(http_script_by_name)
     q.r.headers_out.status = 204;
     WEIR_CHECK_STR(test_http_var(&t, &q, "status"), "204");
 
+    /* per request: the connection object's count less the head */
+    q.c.sent = 1000;
+    q.r.header_out_size = 150;
+    WEIR_CHECK_STR(test_http_var(&t, &q, "bytes_sent"), "1000");
+    WEIR_CHECK_STR(test_http_var(&t, &q, "body_bytes_sent"), "850");
+
+    q.r.keepalive = 1;
+    q.r.chunked = 1;
+    WEIR_CHECK_STR(test_http_var(&t, &q, "sent_http_connection"),
+                   "keep-alive");
+    WEIR_CHECK_STR(test_http_var(&t, &q, "sent_http_transfer_encoding"),
+                   "chunked");
+
+    /* an HTTP/2 head has neither field, whatever r says */
+    q.r.http_version = WEIR_HTTP_VERSION_20;
+    WEIR_CHECK_STR(test_http_var(&t, &q, "sent_http_connection"), NULL);
+    WEIR_CHECK_STR(test_http_var(&t, &q, "sent_http_transfer_encoding"),
+                   NULL);
+    q.r.http_version = WEIR_HTTP_VERSION_11;
+
     s = test_http_var(&t, &q, "binary_remote_addr");
     WEIR_CHECK(s != NULL && weir_memcmp(s, "\x7f\x00\x00\x01", 4) == 0);
 
