@@ -178,18 +178,20 @@ weir_int_t weir_http_send_response(weir_http_request_t *r,
 weir_int_t weir_http_discard_request_body(weir_http_request_t *r);
 weir_int_t weir_http_read_client_request_body(weir_http_request_t *r,
     weir_http_client_body_handler_pt post_handler);
-/* arms or re-arms reading of a streamed (unbuffered) request body */
+/* arms or re-arms reading of a streamed (unbuffered) request body:
+ * r->proto->read_unbuffered */
 weir_int_t weir_http_read_unbuffered_request_body(weir_http_request_t *r);
 /* an unlinked temporary file for r's data (request body, upstream
  * response), closed with r->pool; NULL on failure (logged) */
 weir_file_t *weir_http_open_temp_file(weir_http_request_t *r);
 /*
  * Added by the body helper (weir_http_request_body.c): the request body
- * of a byte-stream protocol (HTTP/1). weir_http_v1_proto's read_body and
- * discard_body may point straight at these. They take the body bytes
- * that arrived with the head from r->header_in (advancing its pos, so
- * what follows the body stays there for the next pipelined request) and
- * then read r->connection, never past the end of the body.
+ * of a byte-stream protocol (HTTP/1). weir_http_v1_proto's read_body,
+ * read_unbuffered and discard_body may point straight at these. They
+ * take the body bytes that arrived with the head from r->header_in
+ * (advancing its pos, so what follows the body stays there for the next
+ * pipelined request) and then read r->connection, never past the end of
+ * the body.
  * read: WEIR_OK (whole body passed on), WEIR_AGAIN (it goes on from the
  * read event; r->read_event_handler is set), an HTTP status or
  * WEIR_ERROR. discard: WEIR_OK (nothing left), WEIR_AGAIN (discarding
