@@ -1113,6 +1113,73 @@ weir_connection_half_close(weir_connection_t *c)
 }
 
 
+/*
+ * The address the client reached. A connection accepted on a wildcard
+ * socket knows only "0.0.0.0" (or "::") until it asks the kernel, once:
+ * the answer replaces c->local_sockaddr for the connection's lifetime. A
+ * connection without a socket of its own (fd -1: a stream of a
+ * multiplexed connection) answers with what it was given, its parent's.
+ */
+
+struct sockaddr *
+weir_connection_local_sockaddr(weir_connection_t *c)
+{
+    socklen_t             len;
+    weir_sockaddr_t       sa;
+    struct sockaddr      *local;
+    struct sockaddr_in   *sin;
+    struct sockaddr_in6  *sin6;
+
+    local = c->local_sockaddr;
+
+    if (local) {
+        switch (local->sa_family) {
+
+        case AF_INET:
+            sin = (struct sockaddr_in *) local;
+            if (sin->sin_addr.s_addr != htonl(INADDR_ANY)) {
+                return local;
+            }
+            break;
+
+        case AF_INET6:
+            sin6 = (struct sockaddr_in6 *) local;
+            if (!IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr)) {
+                return local;
+            }
+            break;
+
+        default:
+            return local;
+        }
+    }
+
+    if (c->fd == (weir_fd_t) -1) {
+        return local;
+    }
+
+    len = sizeof(weir_sockaddr_t);
+
+    if (getsockname(c->fd, &sa.sockaddr, &len) == -1) {
+        weir_log_error(WEIR_LOG_CRIT, c->log, weir_socket_errno,
+                       "getsockname() failed");
+        return NULL;
+    }
+
+    local = weir_palloc(c->pool, len);
+    if (local == NULL) {
+        return NULL;
+    }
+
+    weir_memcpy(local, &sa, len);
+
+    c->local_sockaddr = local;
+    c->local_socklen = len;
+
+    return local;
+}
+
+
 weir_int_t
 weir_tcp_nodelay(weir_connection_t *c)
 {

@@ -75,6 +75,13 @@ typedef struct {
      * the write event), WEIR_ERROR (logged). Called by
      * weir_connection_half_close before its shutdown(SHUT_WR) */
     weir_int_t         (*half_close)(weir_connection_t *c);
+    /* is the peer still there, seen through TLS? Decrypts what the
+     * socket holds without consuming it: > 0 application data waits,
+     * 0 the peer closed (close_notify or a FIN), WEIR_AGAIN nothing to
+     * tell yet (no whole record), WEIR_ERROR (the connection failed;
+     * logged). A raw peek of the socket cannot tell a record of data
+     * from an alert that closes */
+    ssize_t            (*peek)(weir_connection_t *c);
 } weir_ssl_connection_ops_t;
 
 struct weir_ssl_connection_s {
@@ -144,6 +151,8 @@ struct weir_connection_s {
     unsigned             shared:1;
     unsigned             sendfile:1;
     unsigned             tcp_nodelay:2;
+    /* SO_SNDLOWAT was set (send_lowat): once per connection */
+    unsigned             sndlowat:1;
 };
 
 #define WEIR_TCP_NODELAY_UNSET  0
@@ -189,6 +198,10 @@ void weir_close_idle_connections(weir_cycle_t *cycle);
  * failed, logged.
  */
 weir_int_t weir_connection_half_close(weir_connection_t *c);
+
+/* c->local_sockaddr, asked of the kernel once when it is a wildcard
+ * (c->local_socklen is its length); NULL on failure (logged) */
+struct sockaddr *weir_connection_local_sockaddr(weir_connection_t *c);
 
 weir_int_t weir_tcp_nodelay(weir_connection_t *c);
 /* logs a connection error at a level that fits it (reset by peer is info)

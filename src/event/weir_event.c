@@ -186,9 +186,23 @@ weir_process_events_and_timers(weir_cycle_t *cycle)
 }
 
 
+/*
+ * Both take the event of a connection. One without a socket (fd -1: the
+ * connection object of a stream of a multiplexed connection, whose
+ * events the protocol module posts itself) has nothing to register.
+ */
+
 weir_int_t
 weir_handle_read_event(weir_event_t *rev, weir_uint_t flags)
 {
+    weir_connection_t  *c;
+
+    c = rev->data;
+
+    if (c->fd == (weir_fd_t) -1) {
+        return WEIR_OK;
+    }
+
     if (weir_event_flags & WEIR_USE_CLEAR_EVENT) {
 
         /* edge-triggered: registered once, stays until the close */
@@ -241,10 +255,18 @@ weir_handle_write_event(weir_event_t *wev, size_t lowat)
     int                 sndlowat;
     weir_connection_t  *c;
 
-    if (lowat) {
-        c = wev->data;
+    c = wev->data;
 
-        /* wake the writer only when that much room is free */
+    if (c->fd == (weir_fd_t) -1) {
+        return WEIR_OK;
+    }
+
+    if (lowat && !c->sndlowat) {
+
+        /* wake the writer only when that much room is free; a socket
+         * option, so set once per connection, not on every wait */
+
+        c->sndlowat = 1;
         sndlowat = (int) lowat;
 
         if (setsockopt(c->fd, SOL_SOCKET, SO_SNDLOWAT,

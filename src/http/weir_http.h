@@ -16,6 +16,7 @@ typedef struct weir_http_request_s         weir_http_request_t;
 typedef struct weir_http_connection_s      weir_http_connection_t;
 typedef struct weir_http_header_s          weir_http_header_t;
 typedef struct weir_http_proto_s           weir_http_proto_t;
+typedef struct weir_http_tunnel_io_s       weir_http_tunnel_io_t;
 typedef struct weir_http_log_ctx_s         weir_http_log_ctx_t;
 typedef struct weir_http_chunked_s         weir_http_chunked_t;
 typedef struct weir_http_core_loc_conf_s   weir_http_core_loc_conf_t;
@@ -124,7 +125,11 @@ struct weir_http_v2_hooks_s {
 };
 
 /* request lifecycle: see docs/dev/lifetimes.md */
-weir_http_request_t *weir_http_create_request(weir_connection_t *c);
+weir_http_request_t *weir_http_create_request(weir_connection_t *c,
+    weir_http_connection_t *hc);
+/* c->log names the client and c's current request (c->pool); WEIR_OK or
+ * WEIR_ERROR */
+weir_int_t weir_http_init_connection_log(weir_connection_t *c);
 void weir_http_finalize_request(weir_http_request_t *r, weir_int_t rc);
 void weir_http_close_request(weir_http_request_t *r, weir_int_t rc);
 void weir_http_free_request(weir_http_request_t *r, weir_int_t rc);
@@ -197,18 +202,20 @@ weir_int_t weir_http_send_response(weir_http_request_t *r,
 weir_int_t weir_http_discard_request_body(weir_http_request_t *r);
 weir_int_t weir_http_read_client_request_body(weir_http_request_t *r,
     weir_http_client_body_handler_pt post_handler);
-/* arms or re-arms reading of a streamed (unbuffered) request body */
+/* arms or re-arms reading of a streamed (unbuffered) request body:
+ * r->proto->read_unbuffered */
 weir_int_t weir_http_read_unbuffered_request_body(weir_http_request_t *r);
 /* an unlinked temporary file for r's data (request body, upstream
  * response), closed with r->pool; NULL on failure (logged) */
 weir_file_t *weir_http_open_temp_file(weir_http_request_t *r);
 /*
  * Added by the body helper (weir_http_request_body.c): the request body
- * of a byte-stream protocol (HTTP/1). weir_http_v1_proto's read_body and
- * discard_body may point straight at these. They take the body bytes
- * that arrived with the head from r->header_in (advancing its pos, so
- * what follows the body stays there for the next pipelined request) and
- * then read r->connection, never past the end of the body.
+ * of a byte-stream protocol (HTTP/1). weir_http_v1_proto's read_body,
+ * read_unbuffered and discard_body may point straight at these. They
+ * take the body bytes that arrived with the head from r->header_in
+ * (advancing its pos, so what follows the body stays there for the next
+ * pipelined request) and then read r->connection, never past the end of
+ * the body.
  * read: WEIR_OK (whole body passed on), WEIR_AGAIN (it goes on from the
  * read event; r->read_event_handler is set), an HTTP status or
  * WEIR_ERROR. discard: WEIR_OK (nothing left), WEIR_AGAIN (discarding
@@ -218,7 +225,14 @@ weir_file_t *weir_http_open_temp_file(weir_http_request_t *r);
  * r->discard_body is set), or an error (the connection cannot be kept).
  */
 weir_int_t weir_http_read_request_body_stream(weir_http_request_t *r);
+weir_int_t weir_http_read_unbuffered_request_body_stream(
+    weir_http_request_t *r);
 weir_int_t weir_http_discard_request_body_stream(weir_http_request_t *r);
+/* what a protocol decoded of the request body, on its way to the
+ * request body filters: checked against client_max_body_size as it
+ * arrives. WEIR_OK or an HTTP status (413) */
+weir_int_t weir_http_request_body_filter(weir_http_request_t *r,
+    weir_chain_t *in);
 /* the request announced "Expect: 100-continue" (HTTP/1.1 only) */
 weir_uint_t weir_http_request_expects_continue(weir_http_request_t *r);
 

@@ -349,6 +349,9 @@ struct weir_http_connection_s {
     weir_http_conf_ctx_t        *conf_ctx;      /* default server's */
 
     weir_http_request_t         *request;       /* H1: the current one */
+    /* requests begun on this transport connection, whatever carried
+     * them (keepalive_requests, $connection_requests) */
+    weir_uint_t                  requests;
 
     weir_chain_t                *busy;          /* large header buffers */
     weir_int_t                   nbusy;

@@ -735,69 +735,11 @@ weir_http_variable_remote_port(weir_http_request_t *r,
 }
 
 
-/*
- * The address the client connected to. A connection accepted on a
- * wildcard socket only knows "0.0.0.0" until it asks the kernel; the
- * answer is kept in the connection for the next request.
- */
+/* the address the client connected to, kept by the connection */
 static struct sockaddr *
 weir_http_variable_local_sockaddr(weir_http_request_t *r)
 {
-    socklen_t             len;
-    weir_sockaddr_t       sa;
-    struct sockaddr      *local;
-    weir_connection_t    *c;
-    struct sockaddr_in   *sin;
-    struct sockaddr_in6  *sin6;
-
-    c = r->connection;
-    local = c->local_sockaddr;
-
-    if (local) {
-        switch (local->sa_family) {
-
-        case AF_INET:
-            sin = (struct sockaddr_in *) local;
-            if (sin->sin_addr.s_addr != htonl(INADDR_ANY)) {
-                return local;
-            }
-            break;
-
-        case AF_INET6:
-            sin6 = (struct sockaddr_in6 *) local;
-            if (!IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr)) {
-                return local;
-            }
-            break;
-
-        default:
-            return local;
-        }
-    }
-
-    if (c->fd < 0) {
-        return local;
-    }
-
-    len = sizeof(weir_sockaddr_t);
-
-    if (getsockname(c->fd, &sa.sockaddr, &len) == -1) {
-        weir_log_error(WEIR_LOG_CRIT, c->log, weir_socket_errno,
-                       "getsockname() failed");
-        return local;
-    }
-
-    local = weir_palloc(c->pool, len);
-    if (local == NULL) {
-        return NULL;
-    }
-
-    weir_memcpy(local, &sa, len);
-
-    c->local_sockaddr = local;
-    c->local_socklen = len;
-
-    return local;
+    return weir_connection_local_sockaddr(r->connection);
 }
 
 
@@ -1151,6 +1093,14 @@ weir_http_variable_status(weir_http_request_t *r,
 }
 
 
+/*
+ * The byte counts are the request's own: r->connection->sent is what was
+ * written for this request (HTTP/1 starts it again for every request of
+ * a connection; a stream of a multiplexed connection has a connection
+ * object of its own that counts the stream's bytes), and
+ * r->header_out_size the head as the protocol's send_header framed it.
+ */
+
 static weir_int_t
 weir_http_variable_body_bytes_sent(weir_http_request_t *r,
     weir_http_variable_value_t *v, uintptr_t data)
@@ -1197,8 +1147,11 @@ weir_http_variable_connection_requests(weir_http_request_t *r,
 {
     (void) data;
 
+    /* the transport connection's count: the same for every stream of a
+     * multiplexed connection */
     return weir_http_variable_printf(r, v, "%lu",
-                                     (unsigned long) r->connection->requests);
+                                     (unsigned long)
+                                     r->http_connection->requests);
 }
 
 
@@ -1561,6 +1514,13 @@ weir_http_variable_sent_connection(weir_http_request_t *r,
 {
     (void) data;
 
+    /* HTTP/2 and HTTP/3 heads have no Connection field (RFC 9113
+     * 8.2.2, RFC 9114 4.2) */
+    if (r->http_version >= WEIR_HTTP_VERSION_20) {
+        weir_http_variable_set_not_found(v);
+        return WEIR_OK;
+    }
+
     if (r->keepalive) {
         weir_http_variable_set_value(v, (unsigned char *) "keep-alive",
                                      sizeof("keep-alive") - 1);
@@ -1580,7 +1540,9 @@ weir_http_variable_sent_transfer_encoding(weir_http_request_t *r,
 {
     (void) data;
 
-    if (r->chunked) {
+    /* r->chunked is HTTP/1's framing; a multiplexed protocol frames
+     * the body itself and never sets it */
+    if (r->chunked && r->http_version < WEIR_HTTP_VERSION_20) {
         weir_http_variable_set_value(v, (unsigned char *) "chunked",
                                      sizeof("chunked") - 1);
 

@@ -67,7 +67,7 @@ weir_http_absolute_location(weir_http_request_t *r)
     socklen_t                   socklen;
     weir_str_t                  host, *loc;
     unsigned char              *p, *last, *url;
-    weir_sockaddr_t             sa;
+    struct sockaddr            *sa;
     weir_connection_t          *c;
     weir_http_core_srv_conf_t  *cscf;
     weir_http_core_loc_conf_t  *clcf;
@@ -83,13 +83,13 @@ weir_http_absolute_location(weir_http_request_t *r)
         return WEIR_OK;
     }
 
-    socklen = sizeof(weir_sockaddr_t);
-
-    if (getsockname(c->fd, (struct sockaddr *) &sa, &socklen) == -1) {
-        weir_log_error(WEIR_LOG_CRIT, c->log, weir_socket_errno,
-                       "getsockname() failed");
+    /* asked of the kernel once per connection, not per redirect */
+    sa = weir_connection_local_sockaddr(c);
+    if (sa == NULL) {
         return WEIR_ERROR;
     }
+
+    socklen = c->local_socklen;
 
     /*
      * a first name that is a pattern ("~^a\.com$", "*.a.com", "a.*") is
@@ -110,14 +110,13 @@ weir_http_absolute_location(weir_http_request_t *r)
         /* no Host (HTTP/1.0): the address the client reached */
         p = addr;
 
-        if (sa.sockaddr.sa_family == AF_INET6) {
+        if (sa->sa_family == AF_INET6) {
             *p++ = '[';
         }
 
-        p += weir_sock_ntop((struct sockaddr *) &sa, socklen, p,
-                            WEIR_SOCKADDR_STRLEN, 0);
+        p += weir_sock_ntop(sa, socklen, p, WEIR_SOCKADDR_STRLEN, 0);
 
-        if (sa.sockaddr.sa_family == AF_INET6) {
+        if (sa->sa_family == AF_INET6) {
             *p++ = ']';
         }
 
@@ -125,7 +124,7 @@ weir_http_absolute_location(weir_http_request_t *r)
         host.len = p - addr;
     }
 
-    port = weir_inet_get_port((struct sockaddr *) &sa);
+    port = weir_inet_get_port(sa);
 
     len = sizeof("https://:65535") - 1 + host.len + loc->len;
 

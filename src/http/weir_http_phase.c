@@ -337,23 +337,10 @@ weir_http_handler(weir_http_request_t *r)
 
     r->connection->log->action = NULL;
 
+    /* r->keepalive and r->lingering_close come set by the protocol
+     * from what the request said (HTTP/1: Connection, a body) */
+
     if (!r->internal) {
-        switch (r->headers_in.connection_type) {
-        case 0:
-            r->keepalive = (r->http_version > WEIR_HTTP_VERSION_10);
-            break;
-
-        case WEIR_HTTP_CONNECTION_CLOSE:
-            r->keepalive = 0;
-            break;
-
-        case WEIR_HTTP_CONNECTION_KEEP_ALIVE:
-            r->keepalive = 1;
-            break;
-        }
-
-        r->lingering_close = (r->headers_in.content_length_n > 0
-                              || r->headers_in.chunked);
         r->uri_changes = WEIR_HTTP_MAX_URI_CHANGES + 1;
         r->phase_handler = 0;
 
@@ -741,25 +728,10 @@ weir_http_update_location_config(weir_http_request_t *r)
         weir_http_set_connection_log(c, clcf->error_log);
     }
 
-    /* TLS encrypts in user space: no sendfile() through it */
-    c->sendfile = (clcf->sendfile == 1 && c->ssl == NULL) ? 1 : 0;
-
-    if (clcf->tcp_nodelay == 1
-        && c->tcp_nodelay == WEIR_TCP_NODELAY_UNSET)
-    {
-        /* failure is logged by weir_tcp_nodelay and is harmless */
-        (void) weir_tcp_nodelay(c);
-    }
-
-    if (r->keepalive) {
-        if (clcf->keepalive_timeout == 0) {
-            r->keepalive = 0;
-
-        } else if (clcf->keepalive_requests != WEIR_CONF_UNSET_UINT
-                   && c->requests >= clcf->keepalive_requests)
-        {
-            r->keepalive = 0;
-        }
+    /* what the location says about the transport (sendfile,
+     * tcp_nodelay, keep-alive) is the protocol's */
+    if (r->proto && r->proto->location_config) {
+        r->proto->location_config(r);
     }
 
     if (clcf->client_body_in_single_buffer == 1) {

@@ -701,10 +701,7 @@ void
 weir_http_init_connection(weir_connection_t *c)
 {
     weir_uint_t                  i;
-    socklen_t                    len;
-    weir_sockaddr_t             *sa;
     weir_http_port_t            *port;
-    weir_http_log_ctx_t         *ctx;
     weir_http_addr_conf_t       *addr_conf;
     weir_http_connection_t      *hc;
     weir_http_core_main_conf_t  *cmcf;
@@ -732,23 +729,10 @@ weir_http_init_connection(weir_connection_t *c)
         /* a wildcard bind serves several addresses: the local address
          * of this connection picks the configuration */
 
-        sa = weir_palloc(c->pool, sizeof(weir_sockaddr_t));
-        if (sa == NULL) {
+        if (weir_connection_local_sockaddr(c) == NULL) {
             weir_http_close_connection(c);
             return;
         }
-
-        len = sizeof(weir_sockaddr_t);
-
-        if (getsockname(c->fd, (struct sockaddr *) sa, &len) == -1) {
-            weir_log_error(WEIR_LOG_ERR, c->log, weir_socket_errno,
-                           "getsockname() failed");
-            weir_http_close_connection(c);
-            return;
-        }
-
-        c->local_sockaddr = (struct sockaddr *) sa;
-        c->local_socklen = len;
 
         for (i = 0; i < port->naddrs - 1; i++) {
             if (weir_cmp_sockaddr(c->local_sockaddr, c->local_socklen,
@@ -770,22 +754,12 @@ weir_http_init_connection(weir_connection_t *c)
     hc->addr_conf = addr_conf;
     hc->conf_ctx = addr_conf->default_server->ctx;
 
-    ctx = weir_palloc(c->pool, sizeof(weir_http_log_ctx_t));
-    if (ctx == NULL) {
+    if (weir_http_init_connection_log(c) != WEIR_OK) {
         weir_http_close_connection(c);
         return;
     }
 
-    ctx->connection = c;
-    ctx->request = NULL;
-    ctx->current_request = NULL;
-
-    c->log->connection = c->number;
-    c->log->handler = weir_http_log_error;
-    c->log->data = ctx;
     c->log->action = "waiting for request";
-
-    c->log_error = 1;
 
     if (addr_conf->ssl) {
         /* "listen ... ssl": the ssl module runs the handshake and hands
@@ -810,19 +784,56 @@ weir_http_init_connection(weir_connection_t *c)
 }
 
 
+/*
+ * c->log gets the HTTP context (the client, and the request once there
+ * is one) in c->pool. The accept handler calls it for a transport
+ * connection; a protocol that runs a request on a connection object of
+ * its own (an HTTP/2 stream) calls it for that one, whose c->log is its
+ * own copy, so that the stream's log lines name the stream's request.
+ */
+
+weir_int_t
+weir_http_init_connection_log(weir_connection_t *c)
+{
+    weir_http_log_ctx_t  *ctx;
+
+    ctx = weir_palloc(c->pool, sizeof(weir_http_log_ctx_t));
+    if (ctx == NULL) {
+        return WEIR_ERROR;
+    }
+
+    ctx->connection = c;
+    ctx->request = NULL;
+    ctx->current_request = NULL;
+
+    c->log->connection = c->number;
+    c->log->handler = weir_http_log_error;
+    c->log->data = ctx;
+
+    c->log_error = 1;
+
+    return WEIR_OK;
+}
+
+
+/*
+ * A request on c for the transport connection hc. For HTTP/1, c is the
+ * accepted connection and hc its c->data; for a multiplexed protocol c
+ * is the stream's own connection object (c->data becomes the request)
+ * and hc the transport's, shared by its streams: the request counts as
+ * one of hc's (keepalive_requests, $connection_requests).
+ */
+
 weir_http_request_t *
-weir_http_create_request(weir_connection_t *c)
+weir_http_create_request(weir_connection_t *c, weir_http_connection_t *hc)
 {
     weir_pool_t                 *pool;
     weir_http_request_t         *r;
     weir_http_log_ctx_t         *ctx;
-    weir_http_connection_t      *hc;
     weir_http_core_srv_conf_t   *cscf;
     weir_http_core_main_conf_t  *cmcf;
 
-    c->requests++;
-
-    hc = c->data;
+    hc->requests++;
 
     cscf = hc->conf_ctx->srv_conf[weir_http_core_module.ctx_index];
 
@@ -900,8 +911,10 @@ weir_http_create_request(weir_connection_t *c)
     r->log_ctx = ctx;
 
     /* the connection's log context now names this request */
-    ((weir_http_log_ctx_t *) c->log->data)->request = r;
-    ((weir_http_log_ctx_t *) c->log->data)->current_request = r;
+    if (c->log->data && c->log->handler == weir_http_log_error) {
+        ((weir_http_log_ctx_t *) c->log->data)->request = r;
+        ((weir_http_log_ctx_t *) c->log->data)->current_request = r;
+    }
 
     r->main = r;
     r->count = 1;
@@ -1067,15 +1080,18 @@ weir_http_finalize_request(weir_http_request_t *r, weir_int_t rc)
         if (r->http_state == WEIR_HTTP_STATE_READING) {
             /* an error in the head: its framing is not to be trusted
              * (Content-Length with Transfer-Encoding...), so no body is
-             * discarded by it; the connection closes after the answer,
-             * lingering over whatever the client still sends */
+             * discarded by it; the request asks its protocol to close
+             * the connection after the answer (r->keepalive) and to
+             * expect unread input (r->lingering_close): HTTP/1 lingers
+             * over it, a multiplexed protocol keeps its session */
             r->headers_in.content_length_n = -1;
             r->headers_in.chunked = 0;
             r->keepalive = 0;
             r->lingering_close = 1;
         }
 
-        if (c->read->timer_set) {
+        /* a background discard's timer is the protocol's: it stays */
+        if (c->read->timer_set && !r->discard_body) {
             weir_event_del_timer(c->read);
         }
 
@@ -1128,20 +1144,12 @@ static void
 weir_http_finalize_connection(weir_http_request_t *r)
 {
     weir_connection_t          *c;
-    weir_http_core_loc_conf_t  *clcf;
 
     c = r->connection;
 
+    /* a body being read or discarded keeps its timer (the protocol's) */
     if (c->read->timer_set && !r->discard_body && !r->reading_body) {
         weir_event_del_timer(c->read);
-    }
-
-    if (r->discard_body && !c->read->timer_set) {
-        /* an error response dropped the discard's timer on its way: a
-         * client that sends nothing more must not hold the request */
-        clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
-        weir_event_add_timer(c->read, clcf->lingering_timeout
-                                      ? clcf->lingering_timeout : 5000);
     }
 
     if (c->write->timer_set) {
@@ -1408,7 +1416,10 @@ weir_http_block_reading(weir_http_request_t *r)
 
     rev = r->connection->read;
 
-    if ((weir_event_flags & WEIR_USE_LEVEL_EVENT) && rev->active) {
+    /* a connection without a socket (a stream) registers nothing */
+    if ((weir_event_flags & WEIR_USE_LEVEL_EVENT) && rev->active
+        && r->connection->fd != (weir_fd_t) -1)
+    {
         if (weir_del_event(rev, WEIR_READ_EVENT, 0) != WEIR_OK) {
             weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
         }
@@ -1418,57 +1429,31 @@ weir_http_block_reading(weir_http_request_t *r)
 
 /*
  * While the response is produced (e.g. waiting for an upstream), a read
- * event means either pipelined data or the client closing: peek to tell
- * them apart and end the request on a close.
+ * event means either more from the client (a pipelined request) or the
+ * client leaving: the protocol tells them apart (r->proto->test_closed),
+ * and a client that left ends the request with 499.
  */
 
 void
 weir_http_test_reading(weir_http_request_t *r)
 {
-    int                 n;
-    char                buf[1];
+    weir_int_t          rc;
     weir_err_t          err;
-    weir_event_t       *rev;
     weir_connection_t  *c;
 
     c = r->connection;
-    rev = c->read;
+    err = 0;
 
-    if (rev->pending_eof || rev->eof) {
-        rev->eof = 1;
-        err = 0;
-        goto closed;
+    rc = r->proto->test_closed(r, &err);
+
+    if (rc == WEIR_OK) {
+        return;
     }
 
-    n = recv(c->fd, buf, 1, MSG_PEEK);
-
-    if (n == 0) {
-        rev->eof = 1;
-        err = 0;
-        goto closed;
+    if (rc != WEIR_DONE) {
+        weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+        return;
     }
-
-    if (n == -1) {
-        err = weir_socket_errno;
-
-        if (err != WEIR_EAGAIN && err != EWOULDBLOCK) {
-            rev->eof = 1;
-            goto closed;
-        }
-    }
-
-    /* data is waiting (a pipelined request): level-triggered backends
-     * would report it again and again, so stop reading for now */
-
-    if ((weir_event_flags & WEIR_USE_LEVEL_EVENT) && rev->active) {
-        if (weir_del_event(rev, WEIR_READ_EVENT, 0) != WEIR_OK) {
-            weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
-        }
-    }
-
-    return;
-
-closed:
 
     c->error = 1;
 

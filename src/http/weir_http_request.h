@@ -267,10 +267,42 @@ typedef struct {
     weir_http_client_body_handler_pt  post_handler;
     /* added by the body helper: the protocol reader's own state */
     void                        *reader;
+    /* bytes given to the request body filters, checked against
+     * client_max_body_size (weir_http_request_body_filter) */
+    off_t                        passed;
     unsigned                     filter_need_buffering:1;
     unsigned                     last_sent:1;
     unsigned                     last_saved:1;
 } weir_http_request_body_t;
+
+/*
+ * The client end of a tunnel (the upstream's 101 Upgrade; Extended
+ * CONNECT over a multiplexed protocol later): the upstream moves bytes
+ * between it and the origin connection. Readiness is r->connection's
+ * events (ready flags, timers), as for any request.
+ */
+struct weir_http_tunnel_io_s {
+    /* can the request become a tunnel? WEIR_OK with *preread the bytes
+     * the client sent after its request head, now taken (they stay
+     * valid for the request's life), or WEIR_DECLINED (HTTP/1.0: the
+     * client cannot follow) */
+    weir_int_t                 (*start)(weir_http_request_t *r,
+                                        weir_str_t *preread);
+    /* as c->recv and c->send: > 0 bytes, 0 the client's end of the
+     * stream (recv), WEIR_AGAIN (the ready flag of r->connection's event
+     * cleared), WEIR_ERROR */
+    ssize_t                    (*recv)(weir_http_request_t *r,
+                                       unsigned char *buf, size_t size);
+    ssize_t                    (*send)(weir_http_request_t *r,
+                                       unsigned char *buf, size_t size);
+    /* the end of what goes to the client (HTTP/1: close_notify under
+     * TLS, then the FIN); WEIR_OK, WEIR_AGAIN (call again on the write
+     * event), WEIR_ERROR */
+    weir_int_t                 (*half_close)(weir_http_request_t *r);
+    /* are bytes waiting that no read event will report (decrypted in
+     * the TLS library)? */
+    weir_uint_t                (*pending)(weir_http_request_t *r);
+};
 
 /*
  * What a protocol module provides for each request it creates. HTTP/1
@@ -287,10 +319,18 @@ struct weir_http_proto_s {
      * event will call r->write_event_handler) or WEIR_ERROR */
     weir_int_t                 (*send_body)(weir_http_request_t *r,
                                             weir_chain_t *in);
-    /* starts or resumes reading the request body into r->request_body */
+    /* starts or resumes reading the request body into r->request_body,
+     * passing what it decodes to weir_http_request_body_filter() */
     weir_int_t                 (*read_body)(weir_http_request_t *r);
+    /* a streamed body (request_body_no_buffering): the consumer took
+     * what it was given, read or release more; WEIR_OK (the end went
+     * down), WEIR_AGAIN, an HTTP status or WEIR_ERROR */
+    weir_int_t                 (*read_unbuffered)(weir_http_request_t *r);
     /* reads and drops the request body */
     weir_int_t                 (*discard_body)(weir_http_request_t *r);
+    /* has some of the request body arrived already (the client did not
+     * wait for a 100)? */
+    weir_uint_t                (*body_received)(weir_http_request_t *r);
     /* sends a 1xx interim response (100-continue) */
     weir_int_t                 (*send_continue)(weir_http_request_t *r);
     /* relays an interim response from an origin (1xx other than 101)
@@ -301,6 +341,21 @@ struct weir_http_proto_s {
     weir_int_t                 (*send_interim)(weir_http_request_t *r,
                                                weir_uint_t status,
                                                weir_list_t *headers);
+    /* while the response is produced and nothing reads the body: has
+     * the client gone? WEIR_OK: still there (anything it sent more
+     * stays unread, and the protocol stops read events it would report
+     * again and again), WEIR_DONE: gone (*err: the error, 0 for a plain
+     * close), WEIR_ERROR. Called from the read event
+     * (weir_http_test_reading) */
+    weir_int_t                 (*test_closed)(weir_http_request_t *r,
+                                              weir_err_t *err);
+    /* r->loc_conf changed (weir_http_update_location_config): apply what
+     * the location says about the transport (HTTP/1: sendfile,
+     * tcp_nodelay, keepalive_timeout 0 and keepalive_requests clear
+     * r->keepalive); may be NULL */
+    void                       (*location_config)(weir_http_request_t *r);
+    /* the client end of a tunnel; NULL: the protocol cannot tunnel */
+    const weir_http_tunnel_io_t *tunnel;
     /* called when the request is freed: keep-alive, pipelining, close */
     void                       (*request_done)(weir_http_request_t *r,
                                                weir_int_t rc);

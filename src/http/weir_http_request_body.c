@@ -45,6 +45,7 @@ typedef struct {
 } weir_http_body_reader_t;
 
 
+static weir_uint_t weir_http_request_body_received(weir_http_request_t *r);
 static weir_int_t weir_http_body_test_expect(weir_http_request_t *r);
 static void weir_http_body_stop(weir_http_request_t *r);
 static weir_int_t weir_http_body_process(weir_http_request_t *r);
@@ -141,6 +142,11 @@ weir_http_read_client_request_body(weir_http_request_t *r,
 
     r->reading_body = 1;
 
+    if (weir_http_body_test_expect(r) != WEIR_OK) {
+        rc = WEIR_HTTP_INTERNAL_SERVER_ERROR;
+        goto failed;
+    }
+
     rc = r->proto->read_body(r);
 
     if (rc == WEIR_OK) {
@@ -167,8 +173,37 @@ failed:
 }
 
 
+/*
+ * A streamed body (request_body_no_buffering) goes on when its consumer
+ * has taken what it was given (rb->bufs is NULL again): the protocol
+ * reads or releases more. WEIR_OK (the end was passed on), WEIR_AGAIN,
+ * an HTTP status or WEIR_ERROR.
+ */
+
 weir_int_t
 weir_http_read_unbuffered_request_body(weir_http_request_t *r)
+{
+    weir_http_request_body_t  *rb;
+
+    rb = r->request_body;
+
+    if (rb == NULL) {
+        return WEIR_ERROR;
+    }
+
+    if (rb->last_sent || r->proto == NULL
+        || r->proto->read_unbuffered == NULL)
+    {
+        /* nothing more comes (or nothing was ever read) */
+        return WEIR_OK;
+    }
+
+    return r->proto->read_unbuffered(r);
+}
+
+
+weir_int_t
+weir_http_read_unbuffered_request_body_stream(weir_http_request_t *r)
 {
     weir_int_t                 rc;
     weir_http_request_body_t  *rb;
@@ -253,6 +288,22 @@ weir_http_request_expects_continue(weir_http_request_t *r)
 }
 
 
+/* has some of the body arrived already? the protocol knows */
+
+static weir_uint_t
+weir_http_request_body_received(weir_http_request_t *r)
+{
+    if (r->proto == NULL || r->proto->body_received == NULL) {
+        return 0;
+    }
+
+    return r->proto->body_received(r);
+}
+
+
+/* "Expect: 100-continue" is answered once, just before the body is first
+ * read, unless the body is already on its way */
+
 static weir_int_t
 weir_http_body_test_expect(weir_http_request_t *r)
 {
@@ -268,8 +319,8 @@ weir_http_body_test_expect(weir_http_request_t *r)
 
     r->expect_continue = 1;
 
-    /* body bytes already here: the client did not wait for us */
-    if (r->header_in && r->header_in->pos < r->header_in->last) {
+    /* some of the body is here: the client did not wait for us */
+    if (weir_http_request_body_received(r)) {
         return WEIR_OK;
     }
 
@@ -327,10 +378,6 @@ weir_http_read_request_body_stream(weir_http_request_t *r)
     }
 
     st->mark = st->out->pos;
-
-    if (weir_http_body_test_expect(r) != WEIR_OK) {
-        return WEIR_HTTP_INTERNAL_SERVER_ERROR;
-    }
 
     rc = weir_http_body_process(r);
 
@@ -852,7 +899,6 @@ static weir_int_t
 weir_http_body_deliver(weir_http_request_t *r, weir_http_body_reader_t *st,
     weir_uint_t last)
 {
-    weir_int_t                 rc;
     weir_buf_t                *b;
     weir_chain_t               cl, *track;
     weir_http_request_body_t  *rb;
@@ -932,13 +978,7 @@ weir_http_body_deliver(weir_http_request_t *r, weir_http_body_reader_t *st,
         rb->last_sent = 1;
     }
 
-    rc = weir_http_top_request_body_filter(r, &cl);
-
-    if (rc == WEIR_OK) {
-        return WEIR_OK;
-    }
-
-    return rc == WEIR_ERROR ? WEIR_HTTP_INTERNAL_SERVER_ERROR : rc;
+    return weir_http_request_body_filter(r, &cl);
 }
 
 
@@ -1220,7 +1260,6 @@ weir_http_body_arm(weir_http_request_t *r, weir_http_body_reader_t *st)
 static weir_int_t
 weir_http_body_pass_empty_last(weir_http_request_t *r)
 {
-    weir_int_t     rc;
     weir_buf_t    *b;
     weir_chain_t  *cl;
 
@@ -1239,7 +1278,53 @@ weir_http_body_pass_empty_last(weir_http_request_t *r)
 
     r->request_body->last_sent = 1;
 
-    rc = weir_http_top_request_body_filter(r, cl);
+    return weir_http_request_body_filter(r, cl);
+}
+
+
+/*
+ * Every protocol passes the body it decoded here, never to the request
+ * body filters directly: the body's size is checked against
+ * client_max_body_size as it arrives, whatever the framing (a chunked
+ * HTTP/1 body, HTTP/2 DATA without content-length), so that no protocol
+ * has to remember it; the HTTP/1 decoder refuses an oversized chunk
+ * earlier still, from its size line. WEIR_OK or an HTTP status.
+ */
+
+weir_int_t
+weir_http_request_body_filter(weir_http_request_t *r, weir_chain_t *in)
+{
+    off_t                       size;
+    weir_int_t                  rc;
+    weir_chain_t               *cl;
+    weir_http_request_body_t   *rb;
+    weir_http_core_loc_conf_t  *clcf;
+
+    rb = r->request_body;
+
+    if (rb) {
+        size = 0;
+
+        for (cl = in; cl; cl = cl->next) {
+            size += weir_buf_size(cl->buf);
+        }
+
+        rb->passed += size;
+
+        clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
+
+        if (clcf->client_max_body_size
+            && rb->passed > clcf->client_max_body_size)
+        {
+            weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                           "client intended to send too large body: "
+                           "more than %lld bytes",
+                           (long long) clcf->client_max_body_size);
+            return WEIR_HTTP_REQUEST_ENTITY_TOO_LARGE;
+        }
+    }
+
+    rc = weir_http_top_request_body_filter(r, in);
 
     if (rc == WEIR_OK) {
         return WEIR_OK;
@@ -1281,7 +1366,7 @@ weir_http_discard_request_body(weir_http_request_t *r)
     }
 
     if (!r->expect_tested && weir_http_request_expects_continue(r)
-        && (r->header_in == NULL || r->header_in->pos == r->header_in->last))
+        && !weir_http_request_body_received(r))
     {
         /* the client waits for a 100 that will not come: do not wait
          * for its body either, close after the response */

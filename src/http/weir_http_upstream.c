@@ -150,10 +150,18 @@ static weir_http_upstream_raw_t *weir_http_upstream_raw(
     weir_http_upstream_t *u, weir_buf_t *b);
 static weir_int_t weir_http_upstream_spill(weir_http_upstream_t *u,
     unsigned char *start, unsigned char *end);
+
+/* one end of a tunnel: the origin (r NULL) or the client (r) */
+typedef struct {
+    weir_connection_t           *c;
+    weir_http_request_t         *r;
+} weir_http_upstream_end_t;
+
 static void weir_http_upstream_start_tunnel(weir_http_upstream_t *u);
 static void weir_http_upstream_tunnel(weir_http_request_t *r);
-static weir_int_t weir_http_upstream_tunnel_move(weir_connection_t *src,
-    weir_connection_t *dst, weir_buf_t *b, unsigned *eof, unsigned *shut);
+static weir_int_t weir_http_upstream_tunnel_move(
+    weir_http_upstream_end_t *src, weir_http_upstream_end_t *dst,
+    weir_buf_t *b, unsigned *eof, unsigned *shut);
 
 
 static weir_str_t  weir_http_upstream_hop[] = {
@@ -3298,7 +3306,7 @@ weir_http_upstream_start_tunnel(weir_http_upstream_t *u)
 {
     size_t                     size;
     weir_int_t                 rc;
-    weir_buf_t                *hb;
+    weir_str_t                 preread;
     weir_connection_t         *cc;
     weir_http_request_t       *r;
     weir_http_upstream_ctx_t  *ctx;
@@ -3307,8 +3315,9 @@ weir_http_upstream_start_tunnel(weir_http_upstream_t *u)
     ctx = u->pipe;
     cc = r->connection;
 
-    if (r->http_version != WEIR_HTTP_VERSION_11 || r->header_in == NULL
-        || r != r->main)
+    /* the client end is the protocol's (r->proto->tunnel) */
+    if (r != r->main || r->proto == NULL || r->proto->tunnel == NULL
+        || r->proto->tunnel->start(r, &preread) != WEIR_OK)
     {
         weir_log_error(WEIR_LOG_ERR, cc->log, 0,
                        "upstream switched protocols for a client that "
@@ -3357,9 +3366,8 @@ weir_http_upstream_start_tunnel(weir_http_upstream_t *u)
 
     ctx->down = weir_create_temp_buf(r->pool, size);
 
-    hb = r->header_in;
-    if (hb && (size_t) (hb->last - hb->pos) > size) {
-        size = (size_t) (hb->last - hb->pos);
+    if (preread.len > size) {
+        size = preread.len;
     }
 
     ctx->up = weir_create_temp_buf(r->pool, size);
@@ -3375,10 +3383,9 @@ weir_http_upstream_start_tunnel(weir_http_upstream_t *u)
                                   (size_t) (u->buffer.last - u->buffer.pos));
     u->buffer.pos = u->buffer.last;
 
-    if (hb && hb->pos < hb->last) {
-        ctx->up->last = weir_cpymem(ctx->up->last, hb->pos,
-                                    (size_t) (hb->last - hb->pos));
-        hb->pos = hb->last;
+    if (preread.len) {
+        ctx->up->last = weir_cpymem(ctx->up->last, preread.data,
+                                    preread.len);
     }
 
     ctx->tunnel = 1;
@@ -3394,17 +3401,72 @@ weir_http_upstream_start_tunnel(weir_http_upstream_t *u)
 }
 
 
+/*
+ * The two ends of a tunnel: the origin connection, whose I/O is its own,
+ * and the client's, through its protocol (r set: r->proto->tunnel);
+ * both signal readiness with c's events.
+ */
+
+static ssize_t
+weir_http_upstream_end_recv(weir_http_upstream_end_t *e, unsigned char *buf,
+    size_t size)
+{
+    if (e->r) {
+        return e->r->proto->tunnel->recv(e->r, buf, size);
+    }
+
+    return e->c->recv(e->c, buf, size);
+}
+
+
+static ssize_t
+weir_http_upstream_end_send(weir_http_upstream_end_t *e, unsigned char *buf,
+    size_t size)
+{
+    if (e->r) {
+        return e->r->proto->tunnel->send(e->r, buf, size);
+    }
+
+    return e->c->send(e->c, buf, size);
+}
+
+
+static weir_int_t
+weir_http_upstream_end_half_close(weir_http_upstream_end_t *e)
+{
+    if (e->r) {
+        return e->r->proto->tunnel->half_close(e->r);
+    }
+
+    return weir_connection_half_close(e->c);
+}
+
+
+static weir_uint_t
+weir_http_upstream_end_pending(weir_http_upstream_end_t *e)
+{
+    if (e->r) {
+        return e->r->proto->tunnel->pending
+               && e->r->proto->tunnel->pending(e->r);
+    }
+
+    return e->c->ssl && e->c->ssl->ops->pending(e->c);
+}
+
+
 /* src -> b -> dst; WEIR_OK or WEIR_ERROR (a connection broke) */
 
 static weir_int_t
-weir_http_upstream_tunnel_move(weir_connection_t *src, weir_connection_t *dst,
-    weir_buf_t *b, unsigned *eof, unsigned *shut)
+weir_http_upstream_tunnel_move(weir_http_upstream_end_t *src,
+    weir_http_upstream_end_t *dst, weir_buf_t *b, unsigned *eof,
+    unsigned *shut)
 {
     ssize_t  n;
 
     for ( ;; ) {
-        if (b->pos < b->last && dst->write->ready) {
-            n = dst->send(dst, b->pos, (size_t) (b->last - b->pos));
+        if (b->pos < b->last && dst->c->write->ready) {
+            n = weir_http_upstream_end_send(dst, b->pos,
+                                            (size_t) (b->last - b->pos));
 
             if (n == WEIR_ERROR) {
                 return WEIR_ERROR;
@@ -3428,7 +3490,7 @@ weir_http_upstream_tunnel_move(weir_connection_t *src, weir_connection_t *dst,
              * the end of this direction as before, the other goes on */
 
             if (!*shut
-                && weir_connection_half_close(dst) != WEIR_AGAIN)
+                && weir_http_upstream_end_half_close(dst) != WEIR_AGAIN)
             {
                 *shut = 1;
             }
@@ -3436,19 +3498,20 @@ weir_http_upstream_tunnel_move(weir_connection_t *src, weir_connection_t *dst,
             return WEIR_OK;
         }
 
-        if (!src->read->ready && src->ssl && src->ssl->ops->pending(src)) {
+        if (!src->c->read->ready && weir_http_upstream_end_pending(src)) {
             /* decrypted bytes wait in the TLS library: no event comes */
-            src->read->ready = 1;
+            src->c->read->ready = 1;
         }
 
-        if (*eof || b->last == b->end || !src->read->ready) {
+        if (*eof || b->last == b->end || !src->c->read->ready) {
             return WEIR_OK;
         }
 
-        n = src->recv(src, b->last, (size_t) (b->end - b->last));
+        n = weir_http_upstream_end_recv(src, b->last,
+                                        (size_t) (b->end - b->last));
 
         if (n == WEIR_AGAIN) {
-            if (b->pos == b->last || !dst->write->ready) {
+            if (b->pos == b->last || !dst->c->write->ready) {
                 return WEIR_OK;
             }
 
@@ -3478,12 +3541,18 @@ weir_http_upstream_tunnel(weir_http_request_t *r)
     weir_int_t                 rc;
     weir_connection_t         *c, *cc;
     weir_http_upstream_t      *u;
+    weir_http_upstream_end_t   origin, client;
     weir_http_upstream_ctx_t  *ctx;
 
     u = r->upstream;
     ctx = u->pipe;
     c = u->peer.connection;
     cc = r->connection;
+
+    origin.c = c;
+    origin.r = NULL;
+    client.c = cc;
+    client.r = r;
 
     if (ctx->finalized) {
         return;
@@ -3515,8 +3584,8 @@ weir_http_upstream_tunnel(weir_http_request_t *r)
     sent = c->sent + cc->sent;
 
     if (!r->out && !cc->buffered) {
-        if (weir_http_upstream_tunnel_move(c, cc, ctx->down, &ctx->down_eof,
-                                           &ctx->down_shut)
+        if (weir_http_upstream_tunnel_move(&origin, &client, ctx->down,
+                                           &ctx->down_eof, &ctx->down_shut)
             != WEIR_OK)
         {
             r->keepalive = 0;
@@ -3525,8 +3594,8 @@ weir_http_upstream_tunnel(weir_http_request_t *r)
         }
     }
 
-    if (weir_http_upstream_tunnel_move(cc, c, ctx->up, &ctx->up_eof,
-                                       &ctx->up_shut)
+    if (weir_http_upstream_tunnel_move(&client, &origin, ctx->up,
+                                       &ctx->up_eof, &ctx->up_shut)
         != WEIR_OK)
     {
         r->keepalive = 0;

@@ -45,9 +45,30 @@ static void weir_http_v1_head_error(weir_http_request_t *r,
 
 static weir_int_t weir_http_v1_read_body(weir_http_request_t *r);
 static weir_int_t weir_http_v1_discard_body(weir_http_request_t *r);
+static weir_uint_t weir_http_v1_body_received(weir_http_request_t *r);
 static weir_int_t weir_http_v1_send_continue(weir_http_request_t *r);
 static weir_int_t weir_http_v1_send_interim(weir_http_request_t *r,
     weir_uint_t status, weir_list_t *headers);
+static weir_int_t weir_http_v1_test_closed(weir_http_request_t *r,
+    weir_err_t *err);
+static void weir_http_v1_location_config(weir_http_request_t *r);
+static weir_int_t weir_http_v1_tunnel_start(weir_http_request_t *r,
+    weir_str_t *preread);
+static ssize_t weir_http_v1_tunnel_recv(weir_http_request_t *r,
+    unsigned char *buf, size_t size);
+static ssize_t weir_http_v1_tunnel_send(weir_http_request_t *r,
+    unsigned char *buf, size_t size);
+static weir_int_t weir_http_v1_tunnel_half_close(weir_http_request_t *r);
+static weir_uint_t weir_http_v1_tunnel_pending(weir_http_request_t *r);
+
+
+static const weir_http_tunnel_io_t  weir_http_v1_tunnel = {
+    .start = weir_http_v1_tunnel_start,
+    .recv = weir_http_v1_tunnel_recv,
+    .send = weir_http_v1_tunnel_send,
+    .half_close = weir_http_v1_tunnel_half_close,
+    .pending = weir_http_v1_tunnel_pending
+};
 static void weir_http_v1_request_done(weir_http_request_t *r,
     weir_int_t rc);
 
@@ -59,14 +80,19 @@ static void weir_http_v1_drain(weir_connection_t *c, weir_msec_t left);
 
 
 weir_http_proto_t  weir_http_v1_proto = {
-    "HTTP/1.1",
-    weir_http_v1_send_header,
-    weir_http_v1_send_body,
-    weir_http_v1_read_body,
-    weir_http_v1_discard_body,
-    weir_http_v1_send_continue,
-    weir_http_v1_send_interim,
-    weir_http_v1_request_done
+    .name = "HTTP/1.1",
+    .send_header = weir_http_v1_send_header,
+    .send_body = weir_http_v1_send_body,
+    .read_body = weir_http_v1_read_body,
+    .read_unbuffered = weir_http_read_unbuffered_request_body_stream,
+    .discard_body = weir_http_v1_discard_body,
+    .body_received = weir_http_v1_body_received,
+    .send_continue = weir_http_v1_send_continue,
+    .send_interim = weir_http_v1_send_interim,
+    .test_closed = weir_http_v1_test_closed,
+    .location_config = weir_http_v1_location_config,
+    .tunnel = &weir_http_v1_tunnel,
+    .request_done = weir_http_v1_request_done
 };
 
 
@@ -382,7 +408,7 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
          */
 
         if (!weir_http_v1_input_pending(c)) {
-            if (c->requests > 0) {
+            if (hc->requests > 0) {
                 v1c = hc->proto_ctx;
 
                 if (weir_exiting && !v1c->draining) {
@@ -479,7 +505,7 @@ weir_http_v1_wait_request_handler(weir_event_t *rev)
 
     c->log->action = "reading client request line";
 
-    r = weir_http_create_request(c);
+    r = weir_http_create_request(c, hc);
     if (r == NULL) {
         weir_http_close_connection(c);
         return;
@@ -1082,6 +1108,11 @@ weir_http_v1_process_request_header(weir_http_request_t *r)
                         == WEIR_HTTP_CONNECTION_KEEP_ALIVE);
     }
 
+    /* a body may leave unread bytes behind an early answer: close by
+     * lingering over them (lingering_close on) */
+    r->lingering_close = (r->headers_in.content_length_n > 0
+                          || r->headers_in.chunked);
+
     return weir_http_v1_check_buffered_body(r);
 }
 
@@ -1206,6 +1237,17 @@ weir_http_v1_discard_body(weir_http_request_t *r)
 }
 
 
+/* body bytes after the head in the read buffer: the client sent its
+ * body without waiting for a 100 (no read happens between the head and
+ * the first read of the body, so the buffer tells) */
+
+static weir_uint_t
+weir_http_v1_body_received(weir_http_request_t *r)
+{
+    return r->header_in && r->header_in->pos < r->header_in->last;
+}
+
+
 /*
  * "Expect: 100-continue": the body code calls this once, just before the
  * body is first read (it checks the expectation and r->expect_tested).
@@ -1321,6 +1363,177 @@ weir_http_v1_send_continue(weir_http_request_t *r)
     c->error = 1;
 
     return WEIR_ERROR;
+}
+
+
+/*
+ * Has the client gone while its response is produced? A FIN (eof,
+ * pending_eof), a socket error, or under TLS a close_notify: the TLS
+ * layer decrypts to tell (a raw peek would take any record, an alert
+ * included, for a pipelined request). Bytes that wait are a pipelined
+ * request: left for after the response.
+ */
+
+static weir_int_t
+weir_http_v1_test_closed(weir_http_request_t *r, weir_err_t *err)
+{
+    char                buf[1];
+    ssize_t             n;
+    weir_event_t       *rev;
+    weir_connection_t  *c;
+
+    c = r->connection;
+    rev = c->read;
+
+    *err = 0;
+
+    if (rev->pending_eof || rev->eof) {
+        rev->eof = 1;
+        return WEIR_DONE;
+    }
+
+    if (c->ssl && c->ssl->ops->peek) {
+        n = c->ssl->ops->peek(c);
+
+        if (n == 0 || n == WEIR_ERROR) {
+            rev->eof = 1;
+            return WEIR_DONE;
+        }
+
+        if (n == WEIR_AGAIN) {
+            /* part of a record, or a handshake message: the read event
+             * stays armed for the rest */
+            return WEIR_OK;
+        }
+
+    } else {
+        n = recv(c->fd, buf, 1, MSG_PEEK);
+
+        if (n == 0) {
+            rev->eof = 1;
+            return WEIR_DONE;
+        }
+
+        if (n == -1) {
+            *err = weir_socket_errno;
+
+            if (*err != WEIR_EAGAIN && *err != EWOULDBLOCK) {
+                rev->eof = 1;
+                return WEIR_DONE;
+            }
+
+            *err = 0;
+        }
+    }
+
+    /* data is waiting (a pipelined request): level-triggered backends
+     * would report it again and again, so stop reading for now */
+
+    if ((weir_event_flags & WEIR_USE_LEVEL_EVENT) && rev->active) {
+        if (weir_del_event(rev, WEIR_READ_EVENT, 0) != WEIR_OK) {
+            return WEIR_ERROR;
+        }
+    }
+
+    return WEIR_OK;
+}
+
+
+/*
+ * The location's settings for the connection: sendfile (never under
+ * TLS: it encrypts in user space), tcp_nodelay (once set, kept), and a
+ * location with keepalive_timeout 0 or past keepalive_requests refuses
+ * keep-alive for the request, whatever location answers it in the end.
+ */
+
+static void
+weir_http_v1_location_config(weir_http_request_t *r)
+{
+    weir_connection_t          *c;
+    weir_http_core_loc_conf_t  *clcf;
+
+    c = r->connection;
+    clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
+
+    c->sendfile = (clcf->sendfile == 1 && c->ssl == NULL) ? 1 : 0;
+
+    if (clcf->tcp_nodelay == 1
+        && c->tcp_nodelay == WEIR_TCP_NODELAY_UNSET)
+    {
+        /* failure is logged by weir_tcp_nodelay and is harmless */
+        (void) weir_tcp_nodelay(c);
+    }
+
+    if (r->keepalive) {
+        if (clcf->keepalive_timeout == 0) {
+            r->keepalive = 0;
+
+        } else if (clcf->keepalive_requests != WEIR_CONF_UNSET_UINT
+                   && r->http_connection->requests
+                      >= clcf->keepalive_requests)
+        {
+            r->keepalive = 0;
+        }
+    }
+}
+
+
+/* ---------------------------------------------------------------------
+ * the client end of a tunnel: the connection itself
+ */
+
+static weir_int_t
+weir_http_v1_tunnel_start(weir_http_request_t *r, weir_str_t *preread)
+{
+    weir_buf_t  *hb;
+
+    hb = r->header_in;
+
+    /* an HTTP/1.0 client knows no 101 */
+    if (r->http_version != WEIR_HTTP_VERSION_11 || hb == NULL) {
+        return WEIR_DECLINED;
+    }
+
+    preread->data = hb->pos;
+    preread->len = (size_t) (hb->last - hb->pos);
+
+    hb->pos = hb->last;
+
+    return WEIR_OK;
+}
+
+
+static ssize_t
+weir_http_v1_tunnel_recv(weir_http_request_t *r, unsigned char *buf,
+    size_t size)
+{
+    return r->connection->recv(r->connection, buf, size);
+}
+
+
+static ssize_t
+weir_http_v1_tunnel_send(weir_http_request_t *r, unsigned char *buf,
+    size_t size)
+{
+    return r->connection->send(r->connection, buf, size);
+}
+
+
+static weir_int_t
+weir_http_v1_tunnel_half_close(weir_http_request_t *r)
+{
+    return weir_connection_half_close(r->connection);
+}
+
+
+static weir_uint_t
+weir_http_v1_tunnel_pending(weir_http_request_t *r)
+{
+    weir_connection_t  *c;
+
+    c = r->connection;
+
+    return c->ssl && c->ssl->ops->pending(c);
 }
 
 

@@ -171,11 +171,8 @@ weir_http_v1_send_header(weir_http_request_t *r)
     const char                  *reason, *server;
     unsigned char               *p, *last;
     weir_list_part_t            *part;
-    weir_connection_t           *c;
     weir_http_header_t          *h;
     weir_http_core_loc_conf_t   *clcf;
-
-    c = r->connection;
 
     r->header_sent = 1;
 
@@ -197,7 +194,7 @@ weir_http_v1_send_header(weir_http_request_t *r)
 
     if (r->keepalive) {
         if (clcf->keepalive_timeout == 0
-            || c->requests >= clcf->keepalive_requests
+            || r->http_connection->requests >= clcf->keepalive_requests
             || weir_exiting)
         {
             r->keepalive = 0;

@@ -389,3 +389,22 @@ def test_goaway_on_reload_streams_finish(weir, make_origin):
         r"recv GOAWAY frame.*\n.*last_stream_id=(\d+)", text)]
     assert goaways == [2147483647, opened[0]], text
     assert ":status: 200" in text, text
+
+
+def test_redirects_made_absolute_over_h2(weir):
+    """A relative Location made absolute and the trailing-slash redirect
+    need the local address, which a stream (fd -1) cannot ask the
+    kernel: the session's is used."""
+    port, html = start(weir, "        http2 on;\n"
+                       "        location /r { return 302 /target; }\n")
+    os.makedirs(os.path.join(html, "dir"), exist_ok=True)
+    for path, want in (("/r", "http://127.0.0.1:%d/target" % port),
+                       ("/dir", "http://127.0.0.1:%d/dir/" % port)):
+        p = curl(["--http2-prior-knowledge", "-o", "/dev/null", "-w",
+                  "%{http_code} %{redirect_url} %{http_version}",
+                  "http://127.0.0.1:%d%s" % (port, path)])
+        assert p.returncode == 0, p.stderr
+        code, url, version = p.stdout.decode().split(" ")
+        assert version == "2", p.stdout
+        assert code in ("301", "302"), p.stdout
+        assert url == want, p.stdout

@@ -189,9 +189,12 @@ weir_test_send_body(weir_http_request_t *r, weir_chain_t *in)
 }
 
 
+/* designated: the hooks this test does not need stay NULL as the table
+ * grows */
 static weir_http_proto_t  weir_test_proto = {
-    "test", weir_test_send_header, weir_test_send_body, NULL, NULL, NULL,
-    NULL, NULL
+    .name = "test",
+    .send_header = weir_test_send_header,
+    .send_body = weir_test_send_body
 };
 
 
@@ -421,6 +424,108 @@ WEIR_UNIT_TEST(http_phase_run)
     WEIR_CHECK_STR(weir_test_calls[3], "done");
     /* stopped on the asynchronous step, to be resumed there */
     WEIR_CHECK_INT(t.r.phase_handler, 4);
+
+    weir_test_req_done(&t);
+}
+
+
+static void
+weir_test_location_config(weir_http_request_t *r)
+{
+    (void) r;
+    weir_test_call("proto_location");
+}
+
+
+/*
+ * A location change leaves the transport to the protocol: the engine
+ * neither turns sendfile or tcp_nodelay on nor refuses keep-alive for a
+ * keepalive_timeout of 0 (HTTP/1 does, in its hook); a stream of a
+ * multiplexed connection must not have its parent's socket touched.
+ */
+
+WEIR_UNIT_TEST(http_location_config_is_the_protocols)
+{
+    weir_test_req_t              t;
+    weir_http_proto_t            proto;
+    weir_http_core_main_conf_t   cmcf;
+
+    weir_memzero(&cmcf, sizeof(cmcf));
+    weir_test_req_init(&t, &cmcf);
+
+    proto = weir_test_proto;
+    proto.location_config = weir_test_location_config;
+    t.r.proto = &proto;
+
+    t.c.fd = -1;
+    t.clcf.sendfile = 1;
+    t.clcf.tcp_nodelay = 1;
+    t.clcf.keepalive_timeout = 0;
+    t.r.keepalive = 1;
+
+    weir_test_ncalls = 0;
+    weir_http_update_location_config(&t.r);
+
+    WEIR_CHECK_INT(weir_test_ncalls, 1);
+    WEIR_CHECK_STR(weir_test_calls[0], "proto_location");
+    WEIR_CHECK_INT(t.c.sendfile, 0);
+    WEIR_CHECK_INT(t.c.tcp_nodelay, WEIR_TCP_NODELAY_UNSET);
+    WEIR_CHECK_INT(t.r.keepalive, 1);
+
+    /* and a protocol without the hook is fine */
+    t.r.proto = &weir_test_proto;
+    weir_test_ncalls = 0;
+    weir_http_update_location_config(&t.r);
+    WEIR_CHECK_INT(weir_test_ncalls, 0);
+    WEIR_CHECK_INT(t.c.sendfile, 0);
+
+    weir_test_req_done(&t);
+}
+
+
+/*
+ * client_max_body_size is checked where any protocol hands its decoded
+ * body to the filters, whatever the framing said in advance (nothing,
+ * for a chunked HTTP/1 body or HTTP/2 DATA without content-length).
+ */
+
+WEIR_UNIT_TEST(http_body_limit_is_neutral)
+{
+    weir_buf_t                   b1, b2;
+    weir_chain_t                 cl1, cl2;
+    weir_test_req_t              t;
+    weir_http_request_body_t     rb;
+    weir_http_core_main_conf_t   cmcf;
+    unsigned char                data[6] = "abcdef";
+
+    weir_memzero(&cmcf, sizeof(cmcf));
+    weir_test_req_init(&t, &cmcf);
+
+    weir_memzero(&rb, sizeof(rb));
+    rb.rest = -1;
+    t.r.request_body = &rb;
+    t.clcf.client_max_body_size = 10;
+
+    weir_memzero(&b1, sizeof(b1));
+    b1.pos = data;
+    b1.last = data + sizeof(data);
+    b1.temporary = 1;
+    cl1.buf = &b1;
+    cl1.next = NULL;
+
+    WEIR_CHECK_INT(weir_http_request_body_filter(&t.r, &cl1), WEIR_OK);
+    WEIR_CHECK_INT(rb.passed, 6);
+    WEIR_CHECK(rb.bufs != NULL);
+
+    b2 = b1;
+    cl2.buf = &b2;
+    cl2.next = NULL;
+
+    WEIR_CHECK_INT(weir_http_request_body_filter(&t.r, &cl2),
+                   WEIR_HTTP_REQUEST_ENTITY_TOO_LARGE);
+
+    /* a protocol without a streamed reader: nothing more to read */
+    WEIR_CHECK_INT(weir_http_read_unbuffered_request_body(&t.r), WEIR_OK);
 
     weir_test_req_done(&t);
 }

@@ -24,6 +24,7 @@ typedef struct {
 typedef struct {
     weir_http_request_t          r;
     weir_connection_t            c;
+    weir_http_connection_t       hc;
     struct sockaddr_in           sin;
     struct sockaddr_in           local;
 } test_http_req_t;
@@ -86,13 +87,16 @@ test_http_request(test_http_conf_t *t, test_http_req_t *q)
     r->pool = t->pool;
     r->main_conf = t->main_conf;
     r->connection = &q->c;
+    r->http_connection = &q->hc;
     r->main = r;
 
     q->c.log = weir_unit_log();
     q->c.pool = t->pool;
     q->c.fd = -1;
     q->c.number = 17;
-    q->c.requests = 3;
+    /* the transport connection's count ($connection_requests), which
+     * a stream's own connection object (fd -1) does not keep */
+    q->hc.requests = 3;
 
     q->sin.sin_family = AF_INET;
     q->sin.sin_port = htons(40000);
@@ -356,6 +360,26 @@ WEIR_UNIT_TEST(http_script_by_name)
 
     q.r.headers_out.status = 204;
     WEIR_CHECK_STR(test_http_var(&t, &q, "status"), "204");
+
+    /* per request: the connection object's count less the head */
+    q.c.sent = 1000;
+    q.r.header_out_size = 150;
+    WEIR_CHECK_STR(test_http_var(&t, &q, "bytes_sent"), "1000");
+    WEIR_CHECK_STR(test_http_var(&t, &q, "body_bytes_sent"), "850");
+
+    q.r.keepalive = 1;
+    q.r.chunked = 1;
+    WEIR_CHECK_STR(test_http_var(&t, &q, "sent_http_connection"),
+                   "keep-alive");
+    WEIR_CHECK_STR(test_http_var(&t, &q, "sent_http_transfer_encoding"),
+                   "chunked");
+
+    /* an HTTP/2 head has neither field, whatever r says */
+    q.r.http_version = WEIR_HTTP_VERSION_20;
+    WEIR_CHECK_STR(test_http_var(&t, &q, "sent_http_connection"), NULL);
+    WEIR_CHECK_STR(test_http_var(&t, &q, "sent_http_transfer_encoding"),
+                   NULL);
+    q.r.http_version = WEIR_HTTP_VERSION_11;
 
     s = test_http_var(&t, &q, "binary_remote_addr");
     WEIR_CHECK(s != NULL && weir_memcmp(s, "\x7f\x00\x00\x01", 4) == 0);

@@ -57,17 +57,30 @@ static weir_int_t weir_http_v2_body_deliver(weir_http_v2_stream_t *st,
 static weir_int_t weir_http_v2_body_spill(weir_http_v2_stream_t *st);
 static weir_int_t weir_http_v2_body_finish(weir_http_v2_stream_t *st);
 static void weir_http_v2_read_body_handler(weir_http_request_t *r);
+static weir_uint_t weir_http_v2_body_received(weir_http_request_t *r);
+static weir_int_t weir_http_v2_test_closed(weir_http_request_t *r,
+    weir_err_t *err);
 
 
+/*
+ * read_unbuffered: none yet, read_body buffers every body (it clears
+ * r->request_body_no_buffering); location_config: nothing of the
+ * transport depends on a location; tunnel: none until Extended CONNECT.
+ */
 weir_http_proto_t  weir_http_v2_proto = {
-    "HTTP/2",
-    weir_http_v2_send_header,
-    weir_http_v2_send_body,
-    weir_http_v2_read_body,
-    weir_http_v2_discard_body,
-    weir_http_v2_send_continue,
-    weir_http_v2_send_interim,
-    weir_http_v2_request_done
+    .name = "HTTP/2",
+    .send_header = weir_http_v2_send_header,
+    .send_body = weir_http_v2_send_body,
+    .read_body = weir_http_v2_read_body,
+    .read_unbuffered = NULL,
+    .discard_body = weir_http_v2_discard_body,
+    .body_received = weir_http_v2_body_received,
+    .send_continue = weir_http_v2_send_continue,
+    .send_interim = weir_http_v2_send_interim,
+    .test_closed = weir_http_v2_test_closed,
+    .location_config = NULL,
+    .tunnel = NULL,
+    .request_done = weir_http_v2_request_done
 };
 
 
@@ -157,6 +170,9 @@ weir_http_v2_on_begin_headers(nghttp2_session *session,
     fc->sockaddr = c->sockaddr;
     fc->socklen = c->socklen;
     fc->addr_text = c->addr_text;
+    /* the stream cannot ask the kernel (fd -1): the session asks once,
+     * if its listener is a wildcard, and every stream copies it */
+    (void) weir_connection_local_sockaddr(c);
     fc->local_sockaddr = c->local_sockaddr;
     fc->local_socklen = c->local_socklen;
     fc->number = c->number;
@@ -189,7 +205,7 @@ weir_http_v2_on_begin_headers(nghttp2_session *session,
     st->wev.handler = weir_http_v2_empty_handler;
     st->wev.index = WEIR_INVALID_INDEX;
 
-    r = weir_http_create_request(fc);
+    r = weir_http_create_request(fc, hc);
     if (r == NULL) {
         st->next_free = h2c->free_streams;
         h2c->free_streams = st;
@@ -2049,5 +2065,41 @@ weir_http_v2_discard_body(weir_http_request_t *r)
 
     /* the rest is dropped as it comes (its credit given back), or the
      * stream is reset when the response is done */
+    return WEIR_OK;
+}
+
+
+/* DATA (or the end of the stream) came before anyone asked for it: the
+ * client did not wait for a 100 */
+
+static weir_uint_t
+weir_http_v2_body_received(weir_http_request_t *r)
+{
+    weir_http_v2_stream_t  *st;
+
+    st = r->stream;
+
+    return st->body_received > 0 || st->pre != NULL || st->end_stream;
+}
+
+
+/*
+ * The fake read event is posted only when the stream is aborted (the
+ * client reset it, or the session died): the client has gone then, and
+ * nothing else a client sends on the connection reaches this request.
+ */
+
+static weir_int_t
+weir_http_v2_test_closed(weir_http_request_t *r, weir_err_t *err)
+{
+    weir_http_v2_stream_t  *st;
+
+    st = r->stream;
+    *err = 0;
+
+    if (r->connection->error || st->closed) {
+        return WEIR_DONE;
+    }
+
     return WEIR_OK;
 }

@@ -71,6 +71,7 @@ static ssize_t weir_ssl_handle_result(weir_connection_t *c, int n,
 static void weir_ssl_shutdown_op(weir_connection_t *c);
 static weir_int_t weir_ssl_half_close_op(weir_connection_t *c);
 static weir_uint_t weir_ssl_pending_op(weir_connection_t *c);
+static ssize_t weir_ssl_peek_op(weir_connection_t *c);
 static int weir_ssl_new_session(SSL *ssl, SSL_SESSION *sess);
 static SSL_SESSION *weir_ssl_get_cached_session(SSL *ssl,
     const unsigned char *id, int len, int *copy);
@@ -104,7 +105,8 @@ static int  weir_ssl_session_ctx_index = -1;
 static const weir_ssl_connection_ops_t  weir_ssl_ops = {
     weir_ssl_shutdown_op,
     weir_ssl_pending_op,
-    weir_ssl_half_close_op
+    weir_ssl_half_close_op,
+    weir_ssl_peek_op
 };
 
 
@@ -2208,6 +2210,44 @@ weir_ssl_pending_op(weir_connection_t *c)
     }
 
     return !sslc->drained && SSL_has_pending(sslc->connection);
+}
+
+
+/*
+ * SSL_peek of one byte: the record stays in the library for the next
+ * SSL_read (weir_ssl_pending_op then reports it, so the protocol reads
+ * it without an event), an alert or a FIN shows as 0.
+ */
+
+static ssize_t
+weir_ssl_peek_op(weir_connection_t *c)
+{
+    int               n;
+    unsigned char     ch;
+    weir_ssl_conn_t  *sslc;
+
+    sslc = weir_ssl_conn(c);
+
+    if (sslc == NULL || sslc->connection == NULL) {
+        return WEIR_ERROR;
+    }
+
+    if (SSL_pending(sslc->connection) > 0) {
+        return 1;
+    }
+
+    weir_ssl_clear_error();
+
+    n = SSL_peek(sslc->connection, &ch, 1);
+
+    weir_log_debug(c->log, 0, "SSL_peek: %d", n);
+
+    if (n > 0) {
+        sslc->drained = 0;
+        return n;
+    }
+
+    return weir_ssl_handle_result(c, n, "SSL_peek() failed", 1);
 }
 
 
