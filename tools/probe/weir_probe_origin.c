@@ -397,7 +397,7 @@ po_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
     (void) arg;
 
 #if (WEIR_HAVE_NGHTTP2)
-    for (i = 0; i + 1 + in[i] <= inlen; i += 1 + in[i]) {
+    for (i = 0; i < inlen && i + 1 + in[i] <= inlen; i += 1 + in[i]) {
         if (in[i] == 2 && memcmp(&in[i + 1], "h2", 2) == 0) {
             *out = &in[i + 1];
             *outlen = 2;
@@ -406,7 +406,7 @@ po_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
     }
 #endif
 
-    for (i = 0; i + 1 + in[i] <= inlen; i += 1 + in[i]) {
+    for (i = 0; i < inlen && i + 1 + in[i] <= inlen; i += 1 + in[i]) {
         if (in[i] == 8 && memcmp(&in[i + 1], "http/1.1", 8) == 0) {
             *out = &in[i + 1];
             *outlen = 8;
