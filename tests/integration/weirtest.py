@@ -761,6 +761,10 @@ class Weir:
             left = self.kill_all(pids)
             raise AssertionError("processes left after %.1fs, killed: %s\n%s"
                                  % (timeout, left, self.diagnostics()))
+        # our child may have become a zombie between the poll() and the
+        # look at /proc: reap it, so that its exit status is known
+        if self.proc is not None and self.proc.pid in pids:
+            self.proc.wait(timeout=DEADLINE)
 
     def kill_all(self, pids=None):
         """SIGKILLs every live weir process of this instance; returns
