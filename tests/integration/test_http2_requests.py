@@ -1,0 +1,282 @@
+"""HTTP/2 requests as an HTTP/1.1 origin sees them (src/http/v2,
+docs/http/http2.md "Requests"): the validation of RFC 9113 section 8
+(a malformed request is reset with PROTOCOL_ERROR or answered 400 and
+never reaches the origin), the downgrade to HTTP/1.1 (no HTTP/2 request
+turns into bytes an HTTP/1.1 parser reads as something else: the
+origin's raw bytes are compared whole), request bodies (buffered,
+client_max_body_size, trailers, Expect: 100-continue) and responses
+relayed from an origin (trailers, 1xx, HEAD, 204/304, streaming).
+
+Frames come from h2client.py with python h2's own checks off, so that
+the client sends what a hostile one would."""
+
+import threading
+
+import h2.errors
+import h2.events
+import pytest
+
+from h2client import H2Client
+from test_http2 import start
+from weirtest import wait_for
+
+PROTOCOL_ERROR = h2.errors.ErrorCodes.PROTOCOL_ERROR
+
+BASE = [(":method", "GET"), (":scheme", "http"), (":authority", "a.test"),
+        (":path", "/x")]
+
+
+def setv(hdrs, name, value):
+    return [(k, value if k == name else v) for k, v in hdrs]
+
+
+def without(hdrs, name):
+    return [(k, v) for k, v in hdrs if k != name]
+
+
+def proxied(weir, make_origin, server="", location=""):
+    """weir with HTTP/2 on, everything proxied to a recording origin;
+    returns (port, origin)."""
+    o = make_origin()
+    port, _ = start(weir, "        http2 on;\n%s"
+                    "        location / { proxy_pass http://%s;\n%s"
+                    "        }\n" % (server, o.addr, location))
+    return port, o
+
+
+def send(c, hdrs, body=None, end=True):
+    """A request with exactly these header fields (in this order)."""
+    return c.request(None, None, pseudo=hdrs, body=body, end=end)
+
+
+def fine_head(o):
+    return b"GET /fine HTTP/1.1\r\nHost: %s\r\n\r\n" % o.addr.encode()
+
+
+def received(o):
+    """Every byte the origin got, request by request."""
+    return [q.raw_head + q.raw_body for q in o.requests]
+
+
+def still_serves(c, o, before=()):
+    """The connection goes on, and the origin got nothing but what the
+    test expects before a plain GET /fine."""
+    ok = c.response(c.request("GET", "/fine"))
+    assert ok.status == 200, (ok.status, ok.reset)
+    o.wait_requests(len(before) + 1)
+    assert received(o) == list(before) + [fine_head(o)]
+
+
+# ------------------------------------------------------------ validation
+
+MALFORMED = {
+    # the pseudo-headers (RFC 9113 8.3): required, once, first, known
+    "no_method": without(BASE, ":method"),
+    "no_scheme": without(BASE, ":scheme"),
+    "no_path": without(BASE, ":path"),
+    "no_authority_no_host": without(BASE, ":authority"),
+    "dup_method": BASE + [(":method", "POST")],
+    "dup_path": BASE + [(":path", "/y")],
+    "dup_authority": BASE + [(":authority", "a.test")],
+    "pseudo_after_regular": BASE[:3] + [("x-a", "1"), (":path", "/x")],
+    "unknown_pseudo": BASE + [(":foo", "1")],
+    "status_in_request": BASE + [(":status", "200")],
+    "protocol_without_connect": BASE + [(":protocol", "websocket")],
+    # :path (8.3.1)
+    "path_empty": setv(BASE, ":path", ""),
+    "path_relative": setv(BASE, ":path", "x"),
+    "path_absolute_form": setv(BASE, ":path", "http://a.test/x"),
+    "path_asterisk_get": setv(BASE, ":path", "*"),
+    "path_space": setv(BASE, ":path", "/a b"),
+    "path_tab": setv(BASE, ":path", "/a\tb"),
+    "path_cr": setv(BASE, ":path", "/a\rb"),
+    "path_lf": setv(BASE, ":path", "/a\nb"),
+    "path_nul": setv(BASE, ":path", "/a\x00b"),
+    # connection-specific fields (8.2.2)
+    "connection": BASE + [("connection", "close")],
+    "keep_alive": BASE + [("keep-alive", "timeout=5")],
+    "proxy_connection": BASE + [("proxy-connection", "keep-alive")],
+    "transfer_encoding": BASE + [("transfer-encoding", "chunked")],
+    "upgrade": BASE + [("upgrade", "h2c")],
+    "te_gzip": BASE + [("te", "gzip")],
+    "te_trailers_and_more": BASE + [("te", "trailers, deflate")],
+    # field names and values (8.2.1)
+    "name_uppercase": BASE + [("X-Upper", "1")],
+    "name_space": BASE + [("x a", "1")],
+    "name_colon": BASE + [("x:a", "1")],
+    "name_cr": BASE + [("x\ra", "1")],
+    "name_lf": BASE + [("x\na", "1")],
+    "name_nul": BASE + [("x\x00a", "1")],
+    "name_empty": BASE + [("", "1")],
+    "value_cr": BASE + [("x-a", "1\r2")],
+    "value_lf": BASE + [("x-a", "1\n2")],
+    "value_nul": BASE + [("x-a", "1\x002")],
+    "value_leading_space": BASE + [("x-a", " 1")],
+    "value_trailing_tab": BASE + [("x-a", "1\t")],
+    "value_control": BASE + [("x-a", "1\x012")],
+    # :method
+    "method_space": setv(BASE, ":method", "GET /y"),
+    "method_empty": setv(BASE, ":method", ""),
+    # :authority and Host (8.3.1)
+    "authority_space": setv(BASE, ":authority", "a test"),
+    "authority_slash": setv(BASE, ":authority", "a.test/x"),
+    "authority_crlf": setv(BASE, ":authority", "a.test\r\nx-b: 1"),
+    # content-length without the DATA it announces (8.1.1)
+    "get_content_length_no_data": BASE + [("content-length", "5")],
+    "head_content_length_no_data": (setv(BASE, ":method", "HEAD")
+                                    + [("content-length", "5")]),
+}
+
+# what weir itself refuses, with a response (RFC 9113 8.1.1 allows one)
+MALFORMED_400 = {
+    "path_hash": setv(BASE, ":path", "/a#b"),
+    "path_above_root": setv(BASE, ":path", "/a/../../x"),
+    "authority_userinfo": setv(BASE, ":authority", "u@a.test"),
+    "host_userinfo": without(BASE, ":authority") + [("host", "u@a.test")],
+    "authority_bad_port": setv(BASE, ":authority", "a.test:8x"),
+    "host_differs": BASE + [("host", "b.test")],
+    "host_other_port": BASE + [("host", "a.test:8080")],
+    "host_https_port_on_http": BASE + [("host", "a.test:443")],
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_request_reset(weir, make_origin, case):
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port, validate=False)
+    r = c.response(send(c, MALFORMED[case]))
+    assert r.reset == PROTOCOL_ERROR and r.status is None, (r.status,
+                                                            r.reset)
+    still_serves(c, o)
+    c.close()
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_400))
+def test_malformed_request_400(weir, make_origin, case):
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port, validate=False)
+    r = c.response(send(c, MALFORMED_400[case]))
+    assert r.status == 400 and r.ended, (r.status, r.reset)
+    still_serves(c, o)
+    c.close()
+
+
+@pytest.mark.parametrize("case", ["400", "431", "405"])
+def test_refused_request_is_freed_at_once(weir, make_origin, case):
+    """A request answered before its phases run (400 from the header
+    block, 431, 405 for TRACE) ends when its answer is out: its access
+    log line is written while the connection stays open (it used to wait
+    for the connection's end, holding the stream and its pool)."""
+    port, o = proxied(weir, make_origin,
+                      server="        large_client_header_buffers 4 1k;\n")
+    c = H2Client(port, validate=False)
+    if case == "400":
+        hdrs = MALFORMED_400["path_hash"]
+    elif case == "431":
+        hdrs = BASE + [("x-big", "b" * 2000)]
+    else:
+        hdrs = setv(BASE, ":method", "TRACE")
+    r = c.response(send(c, hdrs))
+    assert r.status == int(case)
+
+    def logged():
+        try:
+            with open(weir.path("logs", "access.log")) as f:
+                return '" %s ' % case in f.read()
+        except OSError:
+            return False
+
+    wait_for(logged, what="the access log line of the %s" % case)
+    still_serves(c, o)
+    c.close()
+
+
+@pytest.mark.parametrize("case", ["short", "long", "long_split",
+                                  "short_many_frames"])
+def test_content_length_disagrees_with_data(weir, make_origin, case):
+    """Fewer or more DATA bytes than content-length: the stream is reset
+    and the origin gets no byte of it (the body is read whole before the
+    request goes)."""
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port, validate=False)
+    hdrs = setv(BASE, ":method", "POST")
+    if case == "short":
+        sid = send(c, hdrs + [("content-length", "10")], body=b"12345")
+    elif case == "long":
+        sid = send(c, hdrs + [("content-length", "3")], body=b"12345")
+    elif case == "long_split":
+        # the first frame fits, the second goes past
+        sid = send(c, hdrs + [("content-length", "8")], end=False)
+        c.send_body(sid, b"12345", end=False)
+        c.send_body(sid, b"67890", end=True)
+    else:
+        sid = send(c, hdrs + [("content-length", "100000")], end=False)
+        for _ in range(9):
+            c.send_body(sid, b"x" * 5000, end=False)
+        c.send_body(sid, b"x" * 5000, end=True)
+    r = c.response(sid)
+    assert r.reset == PROTOCOL_ERROR and r.status is None, (r.status,
+                                                            r.reset)
+    still_serves(c, o)
+    c.close()
+
+
+def test_get_with_content_length_and_body(weir, make_origin):
+    """A GET whose body matches its content-length is not malformed: it
+    goes on framed by that length."""
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port, validate=False)
+    r = c.response(send(c, BASE + [("content-length", "5")], body=b"12345"))
+    assert r.status == 200
+    assert received(o) == [b"GET /x HTTP/1.1\r\nHost: %s\r\n"
+                           b"Content-Length: 5\r\n\r\n12345"
+                           % o.addr.encode()]
+    c.close()
+
+
+@pytest.mark.parametrize("authority,host", [
+    ("a.test", "a.test"),
+    ("A.Test", "a.test"),
+    ("a.test", "a.test."),
+    ("a.test:80", "a.test"),
+    ("a.test", "a.test:80"),
+    ("a.test:", "a.test"),
+    ("[::1]", "[::1]:80"),
+])
+def test_authority_and_equal_host(weir, make_origin, authority, host):
+    """Host naming what :authority names (after scheme-based
+    normalization, RFC 9113 8.3.1 and RFC 3986 6.2.3) is accepted, and
+    :authority is the Host weir passes on ($http_host)."""
+    port, o = proxied(weir, make_origin,
+                      location="            proxy_set_header Host "
+                               "$http_host;\n")
+    c = H2Client(port, validate=False)
+    r = c.response(send(c, setv(BASE, ":authority", authority)
+                        + [("host", host)]))
+    assert r.status == 200, (r.status, r.reset)
+    assert received(o) == [b"GET /x HTTP/1.1\r\nHost: %s\r\n\r\n"
+                           % authority.encode()]
+    c.close()
+
+
+def test_host_without_authority(weir, make_origin):
+    port, o = proxied(weir, make_origin,
+                      location="            proxy_set_header Host $host;\n")
+    c = H2Client(port, validate=False)
+    r = c.response(send(c, without(BASE, ":authority")
+                        + [("host", "H.Test")]))
+    assert r.status == 200
+    assert received(o) == [b"GET /x HTTP/1.1\r\nHost: h.test\r\n\r\n"]
+    c.close()
+
+
+def test_options_asterisk_is_not_malformed(weir, make_origin):
+    """OPTIONS with :path "*" is well-formed (RFC 9113 8.3.1): weir
+    answers it as it does over HTTP/1.1 (no resource: 405)."""
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port, validate=False)
+    r = c.response(send(c, setv(setv(BASE, ":path", "*"),
+                                ":method", "OPTIONS")))
+    assert r.reset is None and r.status == 405
+    still_serves(c, o)
+    c.close()
