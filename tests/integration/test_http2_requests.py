@@ -280,3 +280,120 @@ def test_options_asterisk_is_not_malformed(weir, make_origin):
     assert r.reset is None and r.status == 405
     still_serves(c, o)
     c.close()
+
+
+# ------------------------------------------------ downgrade smuggling
+
+SMUGGLED = b"GET /smuggled HTTP/1.1\r\nHost: evil\r\n\r\n"
+
+SMUGGLE = {
+    "value_crlf_request": BASE + [
+        ("x-a", "1\r\n\r\n" + SMUGGLED.decode())],
+    "value_lf_request": BASE + [("x-a", "1\n\nGET /smuggled HTTP/1.1")],
+    "value_cr_field": BASE + [("x-a", "1\rtransfer-encoding: chunked")],
+    "path_crlf_request": setv(BASE, ":path", "/a HTTP/1.1\r\nHost: a\r\n\r\n"
+                              + SMUGGLED.decode()[:-4]),
+    "path_space_version": setv(BASE, ":path", "/a HTTP/1.0"),
+    "path_hash": setv(BASE, ":path", "/a#/../../smuggled"),
+    "method_space": setv(BASE, ":method", "GET /smuggled HTTP/1.1\r\n"),
+    "method_space_only": setv(BASE, ":method", "GET /smuggled"),
+    "transfer_encoding": (setv(BASE, ":method", "POST")
+                          + [("transfer-encoding", "chunked")]),
+    "name_colon": BASE + [("transfer-encoding:chunked", "x")],
+    "name_space": BASE + [("content-length ", "0")],
+    "name_trailing_colon": BASE + [("x-a:", "1")],
+    "authority_crlf": setv(BASE, ":authority",
+                           "a.test\r\n\r\n" + SMUGGLED.decode()),
+}
+
+SMUGGLE_BODY = {
+    # the body would be read as the next request were the length passed
+    "content_length_0_with_body": ([("content-length", "0")], SMUGGLED),
+    "content_length_short": ([("content-length", "4")], b"abcd" + SMUGGLED),
+    "chunked_body_and_te": ([("transfer-encoding", "chunked")],
+                            b"0\r\n\r\n" + SMUGGLED),
+    "chunked_body_and_length": ([("content-length", "5")],
+                                b"0\r\n\r\n" + SMUGGLED),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SMUGGLE) + sorted(SMUGGLE_BODY))
+def test_downgrade_smuggling_refused(weir, make_origin, case):
+    """A request made to be read as two (or as another) by an HTTP/1.1
+    origin is refused: the origin's bytes are exactly those of the next,
+    plain request."""
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port, validate=False)
+    if case in SMUGGLE:
+        sid = send(c, SMUGGLE[case])
+    else:
+        fields, body = SMUGGLE_BODY[case]
+        sid = send(c, setv(BASE, ":method", "POST") + fields, body=body)
+    r = c.response(sid)
+    assert r.reset == PROTOCOL_ERROR or r.status == 400, (r.status,
+                                                          r.reset)
+    still_serves(c, o)
+    c.close()
+
+
+def test_downgrade_framing_and_fields(weir, make_origin):
+    """What a well-formed request becomes, byte for byte: Host from
+    :authority, weir's own Content-Length for a body sent without one
+    (several DATA frames), the cookie crumbs joined with "; ", TE:
+    trailers not passed on (hop-by-hop), a tab inside a value and
+    obs-text kept as they are, names lowercase as received."""
+    port, o = proxied(weir, make_origin,
+                      location="            proxy_set_header Host $host;\n")
+    c = H2Client(port, validate=False)
+    hdrs = setv(BASE, ":method", "POST") + [
+        (b"cookie", b"a=1"), (b"x-one", b"1"), (b"cookie", b"b=2"),
+        (b"te", b"trailers"), (b"x-tab", b"a\tb"),
+        (b"x-obs", b"caf\xc3\xa9 \xff"), (b"cookie", b"c=3")]
+    sid = send(c, hdrs, end=False)
+    c.send_body(sid, b"hello ", end=False)
+    c.send_body(sid, b"wor", end=False)
+    c.send_body(sid, b"ld", end=True)
+    r = c.response(sid)
+    assert r.status == 200, (r.status, r.reset)
+    assert received(o) == [
+        b"POST /x HTTP/1.1\r\n"
+        b"Host: a.test\r\n"
+        b"x-one: 1\r\n"
+        b"x-tab: a\tb\r\n"
+        b"x-obs: caf\xc3\xa9 \xff\r\n"
+        b"cookie: a=1; b=2; c=3\r\n"
+        b"Content-Length: 11\r\n"
+        b"\r\n"
+        b"hello world"]
+    c.close()
+
+
+@pytest.mark.parametrize("case", ["get", "post_empty", "post_length_0",
+                                  "post_end_in_data"])
+def test_downgrade_empty_bodies(weir, make_origin, case):
+    """No body: a GET goes without any length; a POST that ends in its
+    HEADERS, or with content-length 0, or with an empty DATA frame, goes
+    with Content-Length: 0, so the origin never waits for a body."""
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port, validate=False)
+    post = setv(BASE, ":method", "POST")
+    if case == "get":
+        sid = send(c, BASE)
+    elif case == "post_empty":
+        sid = send(c, post)
+    elif case == "post_length_0":
+        sid = send(c, post + [("content-length", "0")])
+    else:
+        sid = send(c, post, end=False)
+        c.conn.end_stream(sid)
+        c.flush()
+    r = c.response(sid)
+    assert r.status == 200, (r.status, r.reset)
+    host = o.addr.encode()
+    if case == "get":
+        assert received(o) == [b"GET /x HTTP/1.1\r\nHost: %s\r\n\r\n"
+                               % host]
+    else:
+        assert received(o) == [b"POST /x HTTP/1.1\r\nHost: %s\r\n"
+                               b"Content-Length: 0\r\n\r\n" % host]
+    c.close()
