@@ -397,3 +397,120 @@ def test_downgrade_empty_bodies(weir, make_origin, case):
         assert received(o) == [b"POST /x HTTP/1.1\r\nHost: %s\r\n"
                                b"Content-Length: 0\r\n\r\n" % host]
     c.close()
+
+
+# ------------------------------------------------------ request bodies
+
+def test_body_larger_than_windows_buffered(weir, make_origin):
+    """A body many times the stream and connection windows: credit comes
+    back as weir takes the DATA, the origin gets it whole with weir's
+    Content-Length."""
+    port, o = proxied(weir, make_origin,
+                      server="        http2_stream_window_size 64k;\n"
+                             "        http2_connection_window_size 64k;\n"
+                             "        client_body_buffer_size 16k;\n")
+    body = bytes(range(256)) * 4096              # 1 MiB
+    c = H2Client(port)
+    r = c.response(c.request("POST", "/echo", body=body))
+    assert r.status == 200 and r.body == body
+    q = o.requests[0]
+    assert q.raw_head == (b"POST /echo HTTP/1.1\r\nHost: %s\r\n"
+                          b"Content-Length: %d\r\n\r\n"
+                          % (o.addr.encode(), len(body)))
+    assert q.raw_body == body
+    c.close()
+    weir.allow.append("buffered to a temporary file")
+
+
+@pytest.mark.parametrize("case", ["content_length", "no_length",
+                                  "expect"])
+def test_client_max_body_size(weir, make_origin, case):
+    """Past client_max_body_size: a 413 as an HTTP/2 response, the stream
+    then closed or reset with NO_ERROR (RFC 9113 8.1), nothing to the
+    origin, and the connection's window credit given back: three such
+    bodies through a 64k connection window, then a body that fits."""
+    port, o = proxied(weir, make_origin,
+                      server="        client_max_body_size 10k;\n"
+                             "        http2_stream_window_size 64k;\n"
+                             "        http2_connection_window_size 64k;\n")
+    c = H2Client(port)
+    for _ in range(3):
+        if case == "content_length":
+            sid = c.request("POST", "/echo", end=False,
+                            headers=[("content-length", "200000")])
+        elif case == "expect":
+            sid = c.request("POST", "/echo", end=False,
+                            headers=[("content-length", "200000"),
+                                     ("expect", "100-continue")])
+        else:
+            sid = c.request("POST", "/echo", end=False)
+        c.send_body(sid, b"x" * 200000)
+        r = c.response(sid)
+        assert r.status == 413, (r.status, r.reset)
+        assert b"413" in r.body
+        assert r.reset in (None, h2.errors.ErrorCodes.NO_ERROR), r.reset
+        if case == "expect":
+            assert r.interim == []
+    r = c.response(c.request("POST", "/echo", body=b"y" * 5000))
+    assert r.status == 200 and r.body == b"y" * 5000
+    assert [q.path for q in o.requests] == ["/echo"]
+    c.close()
+
+
+def test_request_trailers_buffered(weir, make_origin):
+    """Request trailers end the body; a buffered body goes with a
+    Content-Length, so they are not passed on (as for HTTP/1.1 clients,
+    docs/http/proxy.md#proxy_pass_trailers)."""
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port, validate=False)
+    sid = c.request("POST", "/echo", body=b"abc", end=False)
+    c.conn.send_headers(sid, [("x-checksum", "900150983cd2")],
+                        end_stream=True)
+    c.flush()
+    r = c.response(sid)
+    assert r.status == 200 and r.body == b"abc"
+    assert received(o) == [b"POST /echo HTTP/1.1\r\nHost: %s\r\n"
+                           b"Content-Length: 3\r\n\r\nabc"
+                           % o.addr.encode()]
+    c.close()
+
+
+@pytest.mark.parametrize("trailer", [(":path", "/y"), ("X-Upper", "1"),
+                                     ("x-a", "1\r\n2")])
+def test_malformed_request_trailers(weir, make_origin, trailer):
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port, validate=False)
+    sid = c.request("POST", "/echo", body=b"abc", end=False)
+    c.conn.send_headers(sid, [trailer], end_stream=True)
+    c.flush()
+    r = c.response(sid)
+    assert r.reset == PROTOCOL_ERROR and r.status is None, (r.status,
+                                                            r.reset)
+    still_serves(c, o)
+    c.close()
+
+
+def test_expect_100_continue(weir, make_origin):
+    """Expect: 100-continue gets a 100 HEADERS before the body is sent,
+    then the final response; weir answered the expectation, so the origin
+    does not see it. A request that ends in its HEADERS gets no 100."""
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port)
+    sid = c.request("POST", "/echo", end=False,
+                    headers=[("expect", "100-continue"),
+                             ("content-length", "5")])
+    c.wait(lambda: c.responses[sid].interim or c.responses[sid].done,
+           "the 100")
+    r = c.responses[sid]
+    assert r.interim == [[(":status", "100")]] and r.status is None
+    c.send_body(sid, b"hello")
+    r = c.response(sid)
+    assert r.status == 200 and r.body == b"hello"
+    assert received(o) == [b"POST /echo HTTP/1.1\r\nHost: %s\r\n"
+                           b"Content-Length: 5\r\n\r\nhello"
+                           % o.addr.encode()]
+
+    sid = c.request("GET", "/x", headers=[("expect", "100-continue")])
+    r = c.response(sid)
+    assert r.status == 200 and r.interim == []
+    c.close()
