@@ -514,3 +514,121 @@ def test_expect_100_continue(weir, make_origin):
     r = c.response(sid)
     assert r.status == 200 and r.interim == []
     c.close()
+
+
+# ----------------------------------------------------------- responses
+
+def data_frames(c, sid):
+    return [e for e in c.events
+            if isinstance(e, h2.events.DataReceived) and e.stream_id == sid]
+
+
+@pytest.mark.xfail(strict=True, reason="the core passes an origin's "
+                   "trailers only to a chunked (HTTP/1.1) response: "
+                   "weir_http_upstream.c tests r->chunked")
+def test_origin_trailers_as_final_headers(weir, make_origin):
+    """The trailers of a chunked origin response go out as a final
+    HEADERS frame with END_STREAM (proxy_pass_trailers on)."""
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port)
+    sid = c.request("GET", "/trailers")
+    r = c.response(sid)
+    assert r.status == 200 and r.body == b"hello trailers\n"
+    assert r.trailers == [("x-checksum", "abc123"), ("x-trailer-two", "2")]
+    ends = [e for e in c.events if isinstance(e, h2.events.StreamEnded)
+            and e.stream_id == sid]
+    trailers = [e for e in c.events
+                if isinstance(e, h2.events.TrailersReceived)
+                and e.stream_id == sid]
+    assert len(ends) == 1 and len(trailers) == 1
+    assert c.events.index(trailers[0]) < c.events.index(ends[0])
+    c.close()
+
+
+def test_origin_interim_responses_relayed(weir, make_origin):
+    """1xx from the origin are HEADERS before the final response: 103
+    with its Link, and 100 (the origin's own, the client did not ask)."""
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port)
+    r = c.response(c.request("GET", "/1xx"))
+    assert r.status == 200 and len(r.body) == 64
+    assert r.interim == [[(":status", "103"),
+                          ("link", "</style.css>; rel=preload; as=style")]]
+
+    def two_interims(req, w):
+        w.send_raw(b"HTTP/1.1 100 Continue\r\n\r\n")
+        w.read_body()
+        w.send_raw(b"HTTP/1.1 103 Early Hints\r\nLink: </a.js>\r\n\r\n")
+        w.respond(200, body=b"ok")
+
+    o.handler = two_interims
+    r = c.response(c.request("POST", "/x", body=b"abc"))
+    assert r.status == 200 and r.body == b"ok"
+    assert [dict(h)[":status"] for h in r.interim] == ["100", "103"]
+    c.close()
+
+
+@pytest.mark.parametrize("method,path,status", [
+    ("HEAD", "/tiny", 200), ("HEAD", "/chunked/1000", 200),
+    ("GET", "/status/204", 204), ("GET", "/status/304", 304)])
+def test_origin_responses_without_data(weir, make_origin, method, path,
+                                       status):
+    """HEAD, 204 and 304 from an origin: HEADERS with END_STREAM, no DATA
+    frame; HEAD keeps the origin's content-length."""
+    port, o = proxied(weir, make_origin)
+    c = H2Client(port)
+    sid = c.request(method, path)
+    r = c.response(sid)
+    assert r.status == status and r.body == b""
+    assert data_frames(c, sid) == []
+    if path == "/tiny":
+        assert r.header("content-length") == "64"
+    if status != 200:
+        assert r.header("content-length") is None
+    # the origin's connection is still good for the next request
+    r = c.response(c.request("GET", "/tiny"))
+    assert r.status == 200 and len(r.body) == 64
+    c.close()
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked", "close"])
+def test_slow_origin_response_streamed(weir, make_origin, framing):
+    """The first bytes of a response reach the client while the origin
+    has not sent the rest: the origin waits for the client to have them
+    (no timing involved), then finishes."""
+    seen = threading.Event()
+    port, o = proxied(weir, make_origin)
+
+    def slow(req, w):
+        if framing == "length":
+            w.send_raw(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"
+                       b"first")
+        elif framing == "chunked":
+            w.send_raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked"
+                       b"\r\n\r\n5\r\nfirst\r\n")
+        else:
+            w.keepalive = False
+            w.send_raw(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+                       b"first")
+        if not seen.wait(10):
+            w.close()
+            return
+        if framing == "chunked":
+            w.send_raw(b"6\r\n-last\n\r\n0\r\n\r\n")
+        else:
+            w.send_raw(b"last\n")
+        if framing == "close":
+            w.close()
+
+    o.handler = slow
+    c = H2Client(port)
+    sid = c.request("GET", "/slow")
+    c.wait(lambda: c.responses[sid].body == b"first"
+           or c.responses[sid].done, "the first bytes")
+    assert not c.responses[sid].done
+    seen.set()
+    r = c.response(sid)
+    assert r.status == 200
+    assert r.body == (b"first-last\n" if framing == "chunked"
+                      else b"firstlast\n")
+    c.close()
