@@ -161,6 +161,26 @@ def test_malformed_request_400(weir, make_origin, case):
     c.close()
 
 
+def test_malformed_field_cannot_write_log_lines(weir, make_origin):
+    """nghttp2's message about an invalid field quotes it: CR, LF and NUL
+    are escaped in the error log, so a client cannot forge a line."""
+    o = make_origin()
+    port, _ = start(weir, "        http2 on;\n"
+                    "        location / { proxy_pass http://%s; }\n"
+                    % o.addr, main="error_log logs/error.log info;\n")
+    c = H2Client(port, validate=False)
+    r = c.response(send(c, BASE + [
+        ("x-a", "1\r\n2016/01/01 00:00:00 [warn] 1#0: forged\x00z")]))
+    assert r.reset == PROTOCOL_ERROR
+    still_serves(c, o)
+    c.close()
+
+    with open(weir.path("logs", "error.log"), "rb") as f:
+        log = f.read()
+    assert b"\n2016/01/01" not in log and b"\x00" not in log
+    assert b"value: [1\\x0d\\x0a2016/01/01 00:00:00 [warn]" in log
+
+
 @pytest.mark.parametrize("case", ["400", "431", "405"])
 def test_refused_request_is_freed_at_once(weir, make_origin, case):
     """A request answered before its phases run (400 from the header
