@@ -181,7 +181,7 @@ def test_malformed_field_cannot_write_log_lines(weir, make_origin):
     assert b"value: [1\\x0d\\x0a2016/01/01 00:00:00 [warn]" in log
 
 
-@pytest.mark.parametrize("case", ["400", "431", "405"])
+@pytest.mark.parametrize("case", ["400", "431", "405", "400_reset"])
 def test_refused_request_is_freed_at_once(weir, make_origin, case):
     """A request answered before its phases run (400 from the header
     block, 431, 405 for TRACE) ends when its answer is out: its access
@@ -190,12 +190,26 @@ def test_refused_request_is_freed_at_once(weir, make_origin, case):
     port, o = proxied(weir, make_origin,
                       server="        large_client_header_buffers 4 1k;\n")
     c = H2Client(port, validate=False)
-    if case == "400":
+    if case.startswith("400"):
         hdrs = MALFORMED_400["path_hash"]
     elif case == "431":
         hdrs = BASE + [("x-big", "b" * 2000)]
     else:
         hdrs = setv(BASE, ":method", "TRACE")
+    if case == "400_reset":
+        # the client gives up (RST_STREAM NO_ERROR, in the same packet)
+        # before the 400 is out: the request still ends at once (with no
+        # log line when it never started), so a graceful stop does not
+        # wait for it (the idle session closes after about a second, a
+        # stream left would hold it for worker_shutdown_timeout, 10s)
+        sid = send(c, hdrs, end=False)
+        c.conn.reset_stream(sid)
+        c.flush()
+        still_serves(c, o)
+        weir.stop(timeout=5)
+        c.close()
+        return
+
     r = c.response(send(c, hdrs))
     assert r.status == int(case)
 
@@ -208,6 +222,33 @@ def test_refused_request_is_freed_at_once(weir, make_origin, case):
 
     wait_for(logged, what="the access log line of the %s" % case)
     still_serves(c, o)
+    c.close()
+
+
+@pytest.mark.parametrize("code", ["NO_ERROR", "CANCEL"])
+def test_client_reset_during_response_ends_request(weir, make_origin,
+                                                   code):
+    """A client that resets a stream while its response waits for window
+    (RST_STREAM NO_ERROR or CANCEL): the request ends at once (its access
+    log line is written), not after send_timeout."""
+    port, _ = start(weir, "        http2 on;\n"
+                    "        send_timeout 60s;\n")
+    with open(weir.path("html", "big.bin"), "wb") as f:
+        f.write(b"z" * (1 << 20))
+    c = H2Client(port)
+    sid = c.request("GET", "/big.bin")
+    c.wait(lambda: c.responses[sid].status is not None, "the HEADERS")
+    c.conn.reset_stream(sid, getattr(h2.errors.ErrorCodes, code))
+    c.flush()
+
+    def logged():
+        with open(weir.path("logs", "access.log")) as f:
+            return "GET /big.bin HTTP/2.0" in f.read()
+
+    wait_for(logged, what="the access log line")
+    r = c.response(c.request("GET", "/big.bin", headers=[("range",
+                                                           "bytes=0-9")]))
+    assert r.status == 206 and r.body == b"z" * 10
     c.close()
 
 

@@ -977,10 +977,15 @@ weir_http_v2_on_stream_close(nghttp2_session *session, int32_t stream_id,
 
     st->closed = 1;
 
-    if (error_code == NGHTTP2_NO_ERROR && st->last_queued) {
+    if (error_code == NGHTTP2_NO_ERROR && st->last_queued && st->out == NULL)
+    {
         /* both ends are done: the request ends as it was going to */
         return 0;
     }
+
+    /* a reset, or a close (RST_STREAM NO_ERROR from the client) before
+     * nghttp2 took all the response: its data provider is not called
+     * again, so nothing would wake the writer */
 
     weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
                    "HTTP/2 stream %d closed: %s", (int) stream_id,
