@@ -624,6 +624,8 @@ weir_http_v2_process_request(weir_http_v2_stream_t *st)
     fc->log->action = "processing HTTP/2 request headers";
 
     if (st->bad_status) {
+        /* the request line still, for the log */
+        (void) weir_http_v2_request_target(st);
         r->logged = 0;
         weir_http_finalize_request(r, st->bad_status);
         return;
@@ -793,13 +795,8 @@ weir_http_v2_request_target(weir_http_v2_stream_t *st)
     p = st->path.data;
     last = p + st->path.len;
 
-    for (q = p; q < last; q++) {
-        if (*q <= 0x20 || *q == 0x7f || *q == '#') {
-            weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
-                           "client sent invalid \":path\"");
-            return WEIR_ERROR;
-        }
-    }
+    /* the request line first: the access log line of a refused request
+     * says what it was (nghttp2 let no control byte through) */
 
     len = st->method.len + 1 + st->path.len + sizeof(" HTTP/2.0") - 1;
 
@@ -813,6 +810,14 @@ weir_http_v2_request_target(weir_http_v2_stream_t *st)
     q = weir_cpymem(q, st->path.data, st->path.len);
     q = weir_cpymem(q, " HTTP/2.0", sizeof(" HTTP/2.0") - 1);
     r->request_line.len = q - r->request_line.data;
+
+    for (q = p; q < last; q++) {
+        if (*q <= 0x20 || *q == 0x7f || *q == '#') {
+            weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
+                           "client sent invalid \":path\"");
+            return WEIR_ERROR;
+        }
+    }
 
     r->unparsed_uri = st->path;
     r->valid_unparsed_uri = 1;
