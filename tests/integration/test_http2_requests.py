@@ -121,6 +121,8 @@ MALFORMED = {
     "authority_space": setv(BASE, ":authority", "a test"),
     "authority_slash": setv(BASE, ":authority", "a.test/x"),
     "authority_crlf": setv(BASE, ":authority", "a.test\r\nx-b: 1"),
+    "host_twice": (without(BASE, ":authority")
+                   + [("host", "a.test"), ("host", "a.test")]),
     # content-length without the DATA it announces (8.1.1)
     "get_content_length_no_data": BASE + [("content-length", "5")],
     "head_content_length_no_data": (setv(BASE, ":method", "HEAD")
@@ -256,11 +258,12 @@ def test_client_reset_during_response_ends_request(weir, make_origin,
 
 
 @pytest.mark.parametrize("case", ["short", "long", "long_split",
-                                  "short_many_frames"])
+                                  "short_many_frames", "twice",
+                                  "not_a_number"])
 def test_content_length_disagrees_with_data(weir, make_origin, case):
-    """Fewer or more DATA bytes than content-length: the stream is reset
-    and the origin gets no byte of it (the body is read whole before the
-    request goes)."""
+    """Fewer or more DATA bytes than content-length (or a length given
+    twice, or not a number): the stream is reset and the origin gets no
+    byte of it (the body is read whole before the request goes)."""
     port, o = proxied(weir, make_origin)
     c = H2Client(port, validate=False)
     hdrs = setv(BASE, ":method", "POST")
@@ -268,6 +271,11 @@ def test_content_length_disagrees_with_data(weir, make_origin, case):
         sid = send(c, hdrs + [("content-length", "10")], body=b"12345")
     elif case == "long":
         sid = send(c, hdrs + [("content-length", "3")], body=b"12345")
+    elif case == "twice":
+        sid = send(c, hdrs + [("content-length", "5"),
+                              ("content-length", "5")], body=b"12345")
+    elif case == "not_a_number":
+        sid = send(c, hdrs + [("content-length", "5x")], body=b"12345")
     elif case == "long_split":
         # the first frame fits, the second goes past
         sid = send(c, hdrs + [("content-length", "8")], end=False)
