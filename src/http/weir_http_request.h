@@ -354,6 +354,9 @@ struct weir_http_proto_s {
      * tcp_nodelay, keepalive_timeout 0 and keepalive_requests clear
      * r->keepalive); may be NULL */
     void                       (*location_config)(weir_http_request_t *r);
+    /* can the response being sent still carry trailers (HTTP/1: only a
+     * chunked one)? NULL: never */
+    weir_uint_t                (*trailers_allowed)(weir_http_request_t *r);
     /* the client end of a tunnel; NULL: the protocol cannot tunnel */
     const weir_http_tunnel_io_t *tunnel;
     /* called when the request is freed: keep-alive, pipelining, close */

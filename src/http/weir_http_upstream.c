@@ -2627,7 +2627,9 @@ weir_http_upstream_emit_last(weir_http_upstream_t *u)
         u->cur->response_length = 0;
     }
 
-    if (u->conf->pass_trailers && r->chunked) {
+    if (u->conf->pass_trailers && r->proto->trailers_allowed
+        && r->proto->trailers_allowed(r))
+    {
         part = &u->headers_in.trailers.part;
         h = part->elts;
 

@@ -91,6 +91,7 @@ weir_http_proto_t  weir_http_v1_proto = {
     .send_interim = weir_http_v1_send_interim,
     .test_closed = weir_http_v1_test_closed,
     .location_config = weir_http_v1_location_config,
+    .trailers_allowed = weir_http_v1_trailers_allowed,
     .tunnel = &weir_http_v1_tunnel,
     .request_done = weir_http_v1_request_done
 };

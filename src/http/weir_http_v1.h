@@ -34,6 +34,8 @@ typedef struct {
 
 weir_int_t weir_http_v1_send_header(weir_http_request_t *r);
 weir_int_t weir_http_v1_send_body(weir_http_request_t *r, weir_chain_t *in);
+/* trailers need the chunked framing */
+weir_uint_t weir_http_v1_trailers_allowed(weir_http_request_t *r);
 /* r->out gains b; weir_http_v1_write() sends what r->out holds */
 weir_int_t weir_http_v1_queue(weir_http_request_t *r, weir_buf_t *b);
 weir_int_t weir_http_v1_write(weir_http_request_t *r);

@@ -963,3 +963,10 @@ weir_http_v1_write(weir_http_request_t *r)
 
     return WEIR_OK;
 }
+
+
+weir_uint_t
+weir_http_v1_trailers_allowed(weir_http_request_t *r)
+{
+    return r->chunked;
+}

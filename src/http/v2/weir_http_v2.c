@@ -876,17 +876,22 @@ weir_http_v2_on_invalid_frame(nghttp2_session *session,
 }
 
 
+/* nghttp2's messages quote the client's fields as they came (CR, LF
+ * and all): escaped, so that a client cannot write log lines */
+
 static int
 weir_http_v2_error_callback(nghttp2_session *session, int lib_error_code,
     const char *msg, size_t len, void *user_data)
 {
+    char                  quoted[512];
     weir_http_v2_conn_t  *h2c = user_data;
 
     (void) session;
     (void) lib_error_code;
 
-    weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0,
-                   "HTTP/2: %.*s", (int) len, msg);
+    weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0, "HTTP/2: %s",
+                   weir_quote_for_log(quoted, sizeof(quoted),
+                                      (unsigned char *) msg, len));
 
     return 0;
 }

@@ -24,6 +24,10 @@ static void weir_http_v2_abort(weir_http_v2_stream_t *st);
 static void weir_http_v2_process_request(weir_http_v2_stream_t *st);
 static weir_int_t weir_http_v2_request_target(weir_http_v2_stream_t *st);
 static weir_int_t weir_http_v2_join_cookies(weir_http_v2_stream_t *st);
+static weir_int_t weir_http_v2_authority_port(weir_http_v2_stream_t *st,
+    weir_str_t *a);
+static weir_uint_t weir_http_v2_same_authority(weir_http_v2_stream_t *st,
+    weir_str_t *host);
 static weir_http_header_t *weir_http_v2_push_header(weir_http_request_t *r,
     weir_str_t *name, weir_str_t *value);
 static ssize_t weir_http_v2_fake_recv(weir_connection_t *c,
@@ -58,6 +62,7 @@ static weir_int_t weir_http_v2_body_spill(weir_http_v2_stream_t *st);
 static weir_int_t weir_http_v2_body_finish(weir_http_v2_stream_t *st);
 static void weir_http_v2_read_body_handler(weir_http_request_t *r);
 static weir_uint_t weir_http_v2_body_received(weir_http_request_t *r);
+static weir_uint_t weir_http_v2_trailers_allowed(weir_http_request_t *r);
 static weir_int_t weir_http_v2_test_closed(weir_http_request_t *r,
     weir_err_t *err);
 
@@ -79,6 +84,7 @@ weir_http_proto_t  weir_http_v2_proto = {
     .send_interim = weir_http_v2_send_interim,
     .test_closed = weir_http_v2_test_closed,
     .location_config = NULL,
+    .trailers_allowed = weir_http_v2_trailers_allowed,
     .tunnel = NULL,
     .request_done = weir_http_v2_request_done
 };
@@ -530,6 +536,88 @@ weir_http_v2_method(weir_str_t *m)
 
 
 /*
+ * The port of an authority ("host", "host:", "host:port", "[v6]:port"),
+ * or the default port of the request's :scheme when it names none; -1
+ * when it is not a number.
+ */
+
+static weir_int_t
+weir_http_v2_authority_port(weir_http_v2_stream_t *st, weir_str_t *a)
+{
+    unsigned char  *p, *last, *colon;
+    weir_int_t      port;
+
+    p = a->data;
+    last = p + a->len;
+    colon = NULL;
+
+    if (p < last && *p == '[') {
+        p = weir_strlchr(p, last, ']');
+        if (p == NULL) {
+            return -1;
+        }
+    }
+
+    for ( /* void */ ; p < last; p++) {
+        if (*p == ':') {
+            colon = p;
+        }
+    }
+
+    if (colon && colon + 1 < last) {
+        port = weir_atoi(colon + 1, last - colon - 1);
+        return (port < 0 || port > 65535) ? -1 : port;
+    }
+
+    if (st->scheme.len == 5
+        && weir_strncasecmp(st->scheme.data, (unsigned char *) "https", 5)
+           == 0)
+    {
+        return 443;
+    }
+
+    if (st->scheme.len == 4
+        && weir_strncasecmp(st->scheme.data, (unsigned char *) "http", 4)
+           == 0)
+    {
+        return 80;
+    }
+
+    return 0;
+}
+
+
+/*
+ * Does the Host field name the entity :authority names? Compared after
+ * the scheme-based normalization RFC 9113 8.3.1 asks of a server that
+ * is not the origin (RFC 3986 6.2.3): case, the trailing dot, an empty
+ * or default port.
+ */
+
+static weir_uint_t
+weir_http_v2_same_authority(weir_http_v2_stream_t *st, weir_str_t *host)
+{
+    weir_str_t  a, b;
+
+    a = st->authority;
+    b = *host;
+
+    if (weir_http_validate_host(&a, st->request->pool, 1) != WEIR_OK
+        || weir_http_validate_host(&b, st->request->pool, 1) != WEIR_OK)
+    {
+        return 0;
+    }
+
+    if (a.len != b.len || weir_memcmp(a.data, b.data, a.len) != 0) {
+        return 0;
+    }
+
+    return weir_http_v2_authority_port(st, &st->authority)
+           == weir_http_v2_authority_port(st, host);
+}
+
+
+/*
  * The header block is complete: the neutral request is made from the
  * pseudo-headers and fields, the same header handlers as HTTP/1 run
  * (Host, Content-Length, Expect...), and the phases start. Every exit
@@ -554,6 +642,8 @@ weir_http_v2_process_request(weir_http_v2_stream_t *st)
     fc->log->action = "processing HTTP/2 request headers";
 
     if (st->bad_status) {
+        /* the request line still, for the log */
+        (void) weir_http_v2_request_target(st);
         r->logged = 0;
         weir_http_finalize_request(r, st->bad_status);
         return;
@@ -569,26 +659,31 @@ weir_http_v2_process_request(weir_http_v2_stream_t *st)
         return;
     }
 
-    /* :authority is the Host (RFC 9113 8.3.1) */
+    /* :authority is the Host (RFC 9113 8.3.1); a Host naming another
+     * entity makes the request malformed (400), an equal one is
+     * dropped so that :authority's spelling is the one that goes on */
 
     if (st->authority.len) {
         for (part = &r->headers_in.headers.part; part; part = part->next) {
             h = part->elts;
 
             for (i = 0; i < part->nelts; i++) {
-                if (h[i].token == WEIR_HTTP_HDR_HOST
-                    && (h[i].value.len != st->authority.len
-                        || weir_strncasecmp(h[i].value.data,
-                                            st->authority.data,
-                                            st->authority.len)
-                           != 0))
-                {
+                if (h[i].token != WEIR_HTTP_HDR_HOST) {
+                    continue;
+                }
+
+                if (!weir_http_v2_same_authority(st, &h[i].value)) {
                     weir_log_error(WEIR_LOG_INFO, fc->log, 0,
                                    "client sent \":authority\" and "
-                                   "\"Host\" that differ");
+                                   "\"Host\" that differ: \"%.*s\", "
+                                   "\"%.*s\"",
+                                   WEIR_STR_ARG(st->authority),
+                                   WEIR_STR_ARG(h[i].value));
                     weir_http_finalize_request(r, WEIR_HTTP_BAD_REQUEST);
                     return;
                 }
+
+                h[i].hash = 0;
             }
         }
 
@@ -611,11 +706,8 @@ weir_http_v2_process_request(weir_http_v2_stream_t *st)
         h = part->elts;
 
         for (i = 0; i < part->nelts; i++) {
-            if (h[i].token == WEIR_HTTP_HDR_HOST && r->headers_in.host
-                && r->headers_in.host != &h[i] && st->authority.len)
-            {
-                /* Host equal to :authority: one is enough */
-                h[i].hash = 0;
+            if (h[i].hash == 0) {
+                /* a Host equal to :authority: one is enough */
                 continue;
             }
 
@@ -721,13 +813,8 @@ weir_http_v2_request_target(weir_http_v2_stream_t *st)
     p = st->path.data;
     last = p + st->path.len;
 
-    for (q = p; q < last; q++) {
-        if (*q <= 0x20 || *q == 0x7f || *q == '#') {
-            weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
-                           "client sent invalid \":path\"");
-            return WEIR_ERROR;
-        }
-    }
+    /* the request line first: the access log line of a refused request
+     * says what it was (nghttp2 let no control byte through) */
 
     len = st->method.len + 1 + st->path.len + sizeof(" HTTP/2.0") - 1;
 
@@ -741,6 +828,14 @@ weir_http_v2_request_target(weir_http_v2_stream_t *st)
     q = weir_cpymem(q, st->path.data, st->path.len);
     q = weir_cpymem(q, " HTTP/2.0", sizeof(" HTTP/2.0") - 1);
     r->request_line.len = q - r->request_line.data;
+
+    for (q = p; q < last; q++) {
+        if (*q <= 0x20 || *q == 0x7f || *q == '#') {
+            weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
+                           "client sent invalid \":path\"");
+            return WEIR_ERROR;
+        }
+    }
 
     r->unparsed_uri = st->path;
     r->valid_unparsed_uri = 1;
@@ -905,10 +1000,15 @@ weir_http_v2_on_stream_close(nghttp2_session *session, int32_t stream_id,
 
     st->closed = 1;
 
-    if (error_code == NGHTTP2_NO_ERROR && st->last_queued) {
+    if (error_code == NGHTTP2_NO_ERROR && st->last_queued && st->out == NULL)
+    {
         /* both ends are done: the request ends as it was going to */
         return 0;
     }
+
+    /* a reset, or a close (RST_STREAM NO_ERROR from the client) before
+     * nghttp2 took all the response: its data provider is not called
+     * again, so nothing would wake the writer */
 
     weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
                    "HTTP/2 stream %d closed: %s", (int) stream_id,
@@ -1390,13 +1490,20 @@ weir_http_v2_send_body(weir_http_request_t *r, weir_chain_t *in)
 }
 
 
+/*
+ * The stream's queue is empty: the writer goes on. Also for a request
+ * refused before its phases ran (a 400 from the header block): its
+ * response waits in weir_http_writer too, and the request is freed only
+ * when the writer sees the queue empty.
+ */
+
 static void
 weir_http_v2_wake_writer(weir_http_v2_stream_t *st)
 {
     st->fc->buffered &= ~WEIR_HTTP_WRITE_BUFFERED;
     st->wev.ready = 1;
 
-    if (st->started && !st->wev.posted) {
+    if (st->headers_done && !st->wev.posted) {
         weir_post_event(&st->wev, &weir_posted_events);
     }
 }
@@ -2102,4 +2209,15 @@ weir_http_v2_test_closed(weir_http_request_t *r, weir_err_t *err)
     }
 
     return WEIR_OK;
+}
+
+
+/* a final HEADERS frame carries them, whatever the length said */
+
+static weir_uint_t
+weir_http_v2_trailers_allowed(weir_http_request_t *r)
+{
+    (void) r;
+
+    return 1;
 }
