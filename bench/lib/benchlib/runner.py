@@ -162,7 +162,8 @@ class Runner:
                'pem': self.tls_paths['pem'],
                'workers': 1 if single else (workers or self.s.workers),
                'conns': self.conns, 'nofile': self.nofile, 'rundir': rundir,
-               'single': single, 'reload': reload}
+               'single': single, 'reload': reload,
+               'h2': arm.client == 'h2'}
         conf = os.path.join(rundir, product.conf_name)
         with open(conf, 'w') as f:
             f.write(product.render(ctx))
@@ -170,7 +171,10 @@ class Runner:
         proc = procs.Proc(product.name, argv, rundir, env=product.env(ctx),
                           cwd=rundir)
         try:
-            procs.wait_ready(proc, port, '/tiny', tls, ready_timeout)
+            # h2c arms: nginx 1.22 and HAProxy (proto h2) speak only
+            # HTTP/2 there; TLS arms are checked over ALPN http/1.1
+            procs.wait_ready(proc, port, '/tiny', tls, ready_timeout,
+                             h2c=arm.client == 'h2' and not tls)
         except procs.ProcError:
             proc.stop(product.stop_signals, grace=2.0)
             raise
@@ -195,7 +199,8 @@ class Runner:
                     requests=None):
         return self.probe.client_argv(
             [running.url(arm.path)], conns, duration, warmup, requests,
-            arm.method, arm.body, arm.new_conn, arm.probe_args)
+            arm.method, arm.body, arm.new_conn, arm.probe_args,
+            h2=arm.client == 'h2', streams=arm.streams)
 
     # ----- one measurement
 
@@ -324,13 +329,17 @@ class Runner:
         idle connections, then `weir-probe hold` opens N idle ones and
         the same step runs again; RSS from the end of each step."""
         hold_n = self.s.hold or suite.options.get('hold', 10000)
-        if 'hold' not in self.probe.features:
+        # HTTP/2 arms hold h2c connections with h2c.py, not weir-probe
+        h2 = all(a.client == 'h2' for a in suite.arms)
+        if not h2 and 'hold' not in self.probe.features:
             self.note(suite, 'skipped: this weir-probe has no hold command')
             return
         active = max(self.steps(suite)) + 50
         origin, origin_port = self.start_origin(suite)
         try:
             for arm in suite.arms:
+                if not self.arm_runnable(suite, arm):
+                    continue
                 products = self.suite_products(suite, arm)
                 holds = {}
                 for p in products:
@@ -362,7 +371,8 @@ class Runner:
                 self.measure(suite, arm, run, c, r, turn, origin_port)
             hold, idle = self.probe.hold(run.url(arm.path), hold_n, d,
                                          prefix=self.cpu0(),
-                                         timeout=60 + hold_n / 200)
+                                         timeout=60 + hold_n / 200,
+                                         h2=arm.client == 'h2')
             if idle < hold_n:
                 self.note(suite, '%s: only %d of %d idle connections open'
                           % (product.name, idle, hold_n))
@@ -441,10 +451,18 @@ class Runner:
 
     def run_crosscheck(self, suite):
         """The direct arm with weir-probe, wrk -t1 and h2load --h1 -t1 in
-        turns: same concurrency, same (whole-second) duration."""
+        turns: same concurrency, same (whole-second) duration. On an
+        HTTP/2 arm: weir-probe --h2 -m M and h2load -t1 -m M (h2c with
+        prior knowledge, both), wrk being HTTP/1 only."""
         arm = suite.arms[0]
+        if not self.arm_runnable(suite, arm):
+            return
         tools = ['weir-probe']
-        for t in ('wrk', 'h2load'):
+        peers = ('wrk', 'h2load')
+        if arm.client == 'h2':
+            peers = ('h2load',)
+            self.note(suite, 'wrk speaks HTTP/1 only: its ratio is n/a')
+        for t in peers:
             if which(t):
                 tools.append(t)
             else:
@@ -458,8 +476,8 @@ class Runner:
             for r in range(self.s.repeat):
                 for c in self.steps(suite):
                     if warmup:
-                        self.run_probe(self.probe.client_argv(
-                            [url], c, warmup), 'crosscheck-warmup',
+                        self.run_probe(self.cross_probe_argv(
+                            arm, url, c, warmup), 'crosscheck-warmup',
                             warmup + 30)
                     for turn, t in enumerate(stats.rotate(tools, r)):
                         self.cross_one(suite, arm, t, url, origin_port, c,
@@ -479,7 +497,8 @@ class Runner:
         # (or whose figure includes its warm-up) shows as a ratio off 1
         reqs0 = origin_stats(origin_port).get('requests')
         if tool == 'weir-probe':
-            row = self.run_probe(self.probe.client_argv([url], c, duration),
+            row = self.run_probe(self.cross_probe_argv(arm, url, c,
+                                                       duration),
                                  name, duration + 30)
             if row:
                 for col in PROBE_COLUMNS:
@@ -490,8 +509,7 @@ class Runner:
                 argv = ['wrk', '-t1', '-c%d' % c, '-d%ds' % duration, url]
                 parse = parse_wrk
             else:
-                argv = ['h2load', '--h1', '-t1', '-c%d' % c,
-                        '-D%d' % duration, url]
+                argv = h2load_argv(arm, url, c, duration)
                 parse = parse_h2load
             _, text, err = procs.run(self.cpu0() + argv, duration + 30,
                                      self.subdir('raw'), name)
@@ -509,6 +527,11 @@ class Runner:
             self.smoke_check(suite, row, '%s c=%d' % (tool, c), name)
         self.rows.append(out)
         self.log('  %-10s r%d c=%-4d %s req/s' % (tool, r, c, out['rps']))
+
+    def cross_probe_argv(self, arm, url, c, duration):
+        return self.probe.client_argv([url], c, duration,
+                                      h2=arm.client == 'h2',
+                                      streams=arm.streams)
 
     def run_reload(self, suite):
         """Issue 13: per arm, repeat and product (order rotated by the
@@ -689,6 +712,17 @@ class Runner:
                 break
             took.append(t)
         return len(took), took
+
+
+def h2load_argv(arm, url, conns, duration):
+    """h2load, one thread, for the crosscheck: --h1 on an HTTP/1 arm;
+    on an HTTP/2 one (h2c prior knowledge for http://) -m streams."""
+    argv = ['h2load', '-t1', '-c%d' % conns]
+    if arm.client == 'h2':
+        argv.append('-m%d' % arm.streams)
+    else:
+        argv.insert(1, '--h1')
+    return argv + ['-D%d' % duration, url]
 
 
 def log_alerts(path):
