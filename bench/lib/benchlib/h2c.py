@@ -74,7 +74,13 @@ def status_of(block):
     None. Dynamic table size updates before it are skipped."""
     i = 0
     while i < len(block) and (block[i] & 0xe0) == 0x20:
+        # a 5-bit prefix integer: all ones means more bytes follow, the
+        # last without its high bit (RFC 7541 5.1)
+        more = (block[i] & 0x1f) == 0x1f
         i += 1
+        while more and i < len(block):
+            more = bool(block[i] & 0x80)
+            i += 1
     if i < len(block) and block[i] & 0x80:
         return _STATUS_INDEX.get(block[i] & 0x7f)
     return None

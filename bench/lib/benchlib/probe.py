@@ -161,9 +161,10 @@ class Probe:
         HTTP/1 only); returns (Proc, idle connections) once it says they
         are all open."""
         if h2:
-            argv = [sys.executable, '-I', H2C_PY, 'hold', '-c', str(conns), '-u',
-                    url, '-T', _num(timeout - 5 if timeout > 10 else
-                                    timeout)]
+            # its own -T a little under ours, so its count comes first
+            argv = [sys.executable, '-I', H2C_PY, 'hold', '-c', str(conns),
+                    '-u', url, '-T', _num(timeout - 5 if timeout > 10
+                                          else timeout)]
             line = r'h2c hold: (\d+) idle'
         else:
             argv = [self.path, 'hold', '-c', str(conns), '-u', url]
