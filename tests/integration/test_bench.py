@@ -551,3 +551,27 @@ def test_h2c_request_and_frames():
     c = h2c.Conn()
     c.feed(h2c.frame(h2c.RST_STREAM, 0, 1, b'\x00\x00\x00\x07'))
     assert c.failed == 'RST_STREAM'
+
+
+def test_report_crosscheck_per_arm():
+    suite = arms.suite('crosscheck-h2')
+    rows = []
+    for arm, probe_rps, h2load_rps in (('h2c-tiny', 100.0, 90.0),
+                                       ('h2tls-tiny', 100.0, 50.0)):
+        for tool, rps in (('weir-probe', probe_rps), ('h2load', h2load_rps)):
+            r = {c: '' for c in COLUMNS}
+            r.update(suite=suite.name, arm=arm, product='direct', tool=tool,
+                     repeat=0, conns=16, rps=rps, requests=int(rps))
+            rows.append(r)
+    sm = report.Summary([suite], rows, Settings(repeat=1),
+                        {'title': 't', 'date': 'd', 'command': 'c',
+                         'weir': 'w', 'layout': 'l', 'settings': 's'},
+                        [], [])
+    text = sm.build()
+    assert '### h2c-tiny' in text and '### h2tls-tiny' in text
+    # each goal judged on its own arm's rows
+    assert [(g[1], g[2], g[3]) for g in sm.goals] == [
+        ('crosscheck H2: h2load within +-15% of weir-probe', '0.90',
+         'met'),
+        ('crosscheck H2 TLS: h2load within +-15% of weir-probe', '0.50',
+         'missed')]

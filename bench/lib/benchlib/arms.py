@@ -249,14 +249,17 @@ SUITES = (
                  Goal('crosscheck: h2load within +-15% of weir-probe',
                       'h1-tiny', 'crosscheck', 'within', 0.15,
                       peer='h2load'))),
-    Suite('crosscheck-h2', 'crosscheck', (H2C_TINY,),
-          'the HTTP/2 generator on the direct arm (h2c to the origin): '
-          'weir-probe --h2 -m 8 vs h2load -t1 -m 8, same concurrency and '
-          'duration',
+    Suite('crosscheck-h2', 'crosscheck', (H2C_TINY, H2TLS_TINY),
+          'the HTTP/2 generator on the direct arm, h2c and TLS (ALPN h2) '
+          'to the origin: weir-probe --h2 -m 8 vs h2load -t1 -m 8, same '
+          'concurrency and duration',
           products=('direct',), concurrency=H2_STEPS,
           goals=(Goal('crosscheck H2: h2load within +-15% of weir-probe',
                       'h2c-tiny', 'crosscheck', 'within', 0.15,
-                      peer='h2load'),)),
+                      peer='h2load'),
+                 Goal('crosscheck H2 TLS: h2load within +-15% of '
+                      'weir-probe', 'h2tls-tiny', 'crosscheck', 'within',
+                      0.15, peer='h2load'))),
     Suite('reload', 'reload', (TINY, TLS_TINY),
           'issue 13: wrk -t2 -c32 (it does not retry a failed request) '
           'for 25 s (smoke: 2 s) against a fresh proxy with 2 workers '

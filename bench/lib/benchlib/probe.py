@@ -148,10 +148,14 @@ class Probe:
         argv.append('--csv-header')
         return argv
 
-    def origin(self, rundir, prefix=(), name='origin'):
-        """Starts an origin on a free port; returns (Proc, port)."""
-        p = procs.Proc(name, list(prefix) + [self.path, 'origin', '-l',
-                                             '127.0.0.1:0'], rundir)
+    def origin(self, rundir, prefix=(), name='origin', tls=None):
+        """Starts an origin on a free port (tls: (cert, key), a TLS
+        listener: HTTP/1.1 and, by ALPN, HTTP/2); returns (Proc,
+        port)."""
+        argv = [self.path, 'origin', '-l', '127.0.0.1:0']
+        if tls:
+            argv += ['--tls', tls[0], tls[1]]
+        p = procs.Proc(name, list(prefix) + argv, rundir)
         m = p.wait_line(r'listening on 127\.0\.0\.1:(\d+)', 10)
         return p, int(m.group(1))
 
@@ -174,10 +178,10 @@ class Probe:
         return p, int(m.group(1))
 
 
-def origin_stats(port):
+def origin_stats(port, tls=False):
     """The origin's /stats, or {} when it cannot be read."""
     try:
-        status, body = procs.http_get(port, '/stats')
+        status, body = procs.http_get(port, '/stats', tls)
     except (OSError, http.client.HTTPException):
         return {}
     if status != 200:

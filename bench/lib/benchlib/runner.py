@@ -138,14 +138,18 @@ class Runner:
             out.append(p)
         return out
 
-    def start_origin(self, suite, alone=False):
+    def start_origin(self, suite, alone=False, tls=False):
         """The origin shares CPU 0 with the generator, the proxy having
         CPU 1; with no proxy in the path (alone: the crosscheck of the
         generators) it takes the proxy's core, so each generator is
-        measured by its own cost, not by what it leaves the origin."""
+        measured by its own cost, not by what it leaves the origin.
+        tls: a TLS listener (the crosscheck of an H2 TLS arm)."""
         d = self.subdir(suite.name)
-        return self.probe.origin(d, prefix=self.cpu1() if alone
-                                 else self.cpu0())
+        return self.probe.origin(
+            d, prefix=self.cpu1() if alone else self.cpu0(),
+            name='origin-tls' if tls else 'origin',
+            tls=(self.tls_paths['cert'], self.tls_paths['key']) if tls
+            else None)
 
     def start(self, product, arm, origin_port, rundir, single=False,
               wrapper=(), ready_timeout=10.0, workers=None, reload=False):
@@ -450,18 +454,23 @@ class Runner:
                     out['requests'], out['errors']))
 
     def run_crosscheck(self, suite):
+        """Each arm on the direct path, one after the other."""
+        for arm in suite.arms:
+            if self.arm_runnable(suite, arm):
+                self.crosscheck_arm(suite, arm)
+
+    def crosscheck_arm(self, suite, arm):
         """The direct arm with weir-probe, wrk -t1 and h2load --h1 -t1 in
         turns: same concurrency, same (whole-second) duration. On an
         HTTP/2 arm: weir-probe --h2 -m M and h2load -t1 -m M (h2c with
-        prior knowledge, both), wrk being HTTP/1 only."""
-        arm = suite.arms[0]
-        if not self.arm_runnable(suite, arm):
-            return
+        prior knowledge, both; on a TLS arm ALPN h2 to a TLS origin),
+        wrk being HTTP/1 only."""
         tools = ['weir-probe']
         peers = ('wrk', 'h2load')
         if arm.client == 'h2':
             peers = ('h2load',)
-            self.note(suite, 'wrk speaks HTTP/1 only: its ratio is n/a')
+            self.note(suite, '%s: wrk speaks HTTP/1 only: its ratio is '
+                      'n/a' % arm.name)
         for t in peers:
             if which(t):
                 tools.append(t)
@@ -469,9 +478,10 @@ class Runner:
                 self.note(suite, '%s not found: its ratio is n/a' % t)
         duration = max(1, int(round(self.s.duration)))
         warmup = 0 if self.s.smoke else self.s.warmup
-        origin, origin_port = self.start_origin(suite, alone=True)
+        origin, origin_port = self.start_origin(suite, alone=True,
+                                                tls=arm.client_tls)
         try:
-            direct = Running(None, None, origin_port, None, False)
+            direct = Running(None, None, origin_port, None, arm.client_tls)
             url = direct.url(arm.path)
             for r in range(self.s.repeat):
                 for c in self.steps(suite):
@@ -488,14 +498,15 @@ class Runner:
     def cross_one(self, suite, arm, tool, url, origin_port, c, duration, r,
                   turn):
         self.seq += 1
-        name = '%04d-%s-%s-r%d-c%d' % (self.seq, suite.name, tool, r, c)
+        name = '%04d-%s-%s-%s-r%d-c%d' % (self.seq, suite.name, arm.name,
+                                          tool, r, c)
         out = {col: '' for col in COLUMNS}
         out.update(suite=suite.name, arm=arm.name, topology=arm.topology,
                    product='direct', tool=tool, repeat=r, turn=turn,
                    conns=c, hold=0, duration_s=duration)
         # the origin's own count of the requests: a tool that miscounts
         # (or whose figure includes its warm-up) shows as a ratio off 1
-        reqs0 = origin_stats(origin_port).get('requests')
+        reqs0 = origin_stats(origin_port, arm.client_tls).get('requests')
         if tool == 'weir-probe':
             row = self.run_probe(self.cross_probe_argv(arm, url, c,
                                                        duration),
@@ -516,7 +527,7 @@ class Runner:
             row = parse(text + err)
             if row:
                 out.update((k, v) for k, v in row.items() if v is not None)
-        reqs1 = origin_stats(origin_port).get('requests')
+        reqs1 = origin_stats(origin_port, arm.client_tls).get('requests')
         if reqs0 is not None and reqs1 is not None:
             # minus the "after" /stats request itself
             out['origin_reqs'] = reqs1 - reqs0 - 1
