@@ -520,9 +520,20 @@ def test_weir_without_the_http2_module_is_not_applicable(tmp_path):
                     'weir_http_v2_module" >&2\n')
     w = products.make(['weir'], str(fake))[0]
     assert w.supports(h2) is None
-    # the other products run HTTP/2 arms; direct only the h2c ones
-    n, d = products.make(['nginx', 'direct'], '/bin/true')
+    # nginx without http_v2_module is n/a too
+    n = products.make(['nginx'], '/bin/true')[0]
+    n.binary = str(fake)
+    fake.write_text('#!/bin/sh\necho "configure arguments: '
+                    '--with-http_ssl_module" >&2\n')
+    assert 'http_v2_module' in n.supports(h2)
+    assert n.supports(arms.TLS_TINY) is None
+    n = products.make(['nginx'], '/bin/true')[0]
+    n.binary = str(fake)
+    fake.write_text('#!/bin/sh\necho "configure arguments: '
+                    '--with-http_v2_module" >&2\n')
     assert n.supports(h2) is None
+    # direct runs only the h2c HTTP/2 arms
+    d = products.make(['direct'], '/bin/true')[0]
     assert d.supports(arms.suite('h2').arms[1]) is None
     assert 'n/a' in d.supports(h2)
 

@@ -122,6 +122,25 @@ class Nginx(Product):
     conf_name = 'nginx.conf'
     reload_signal = signal.SIGHUP
 
+    _configure = None
+
+    def configure_args(self):
+        """`nginx -V`'s configure arguments (cached; '' when it cannot
+        run)."""
+        if self._configure is None:
+            path = self.path()
+            _, out, err = procs.run([path, '-V'], 10) if path else \
+                (None, '', '')
+            self._configure = out + err
+        return self._configure
+
+    def supports(self, arm):
+        why = Product.supports(self, arm)
+        if why is None and arm.client == 'h2' and self.path() and \
+                '--with-http_v2_module' not in self.configure_args():
+            why = 'n/a: this nginx is built without http_v2_module'
+        return why
+
     def argv(self, conf, ctx):
         g = 'daemon off;' + (' master_process off;' if ctx['single'] else '')
         for d in ('body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'):
