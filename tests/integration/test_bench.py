@@ -411,3 +411,178 @@ def test_reload_smoke_fails_on_weir_errors_only():
         ('reload', 'h1tls-tiny nginx r0: no request succeeded')]
     assert failures[False] == [
         ('reload', 'h1tls-tiny nginx r0: no request succeeded')]
+
+
+# ----- HTTP/2 arms (issue 14)
+
+def h2ctx(tls, h2=True):
+    c = ctx(tls)
+    c['h2'] = h2
+    return c
+
+
+def bind_line(product, c):
+    p = products.make([product], '/bin/true')[0]
+    text = p.render(c)
+    return [x.strip() for x in text.splitlines()
+            if x.strip().startswith(('listen ', 'bind ', 'protocols '))]
+
+
+def test_h2_arms_render_the_peers_for_http2():
+    # TLS: ALPN h2 for every product; h2c: prior knowledge
+    assert bind_line('weir', h2ctx(True)) == [
+        'listen 127.0.0.1:20200 ssl http2 backlog=4096;']
+    assert bind_line('weir', h2ctx(False)) == [
+        'listen 127.0.0.1:20200 http2 backlog=4096;']
+    assert bind_line('weir', h2ctx(True, h2=False)) == [
+        'listen 127.0.0.1:20200 ssl backlog=4096;']
+    assert bind_line('nginx', h2ctx(True)) == [
+        'listen 127.0.0.1:20200 ssl http2 backlog=4096;']
+    assert bind_line('nginx', h2ctx(False)) == [
+        'listen 127.0.0.1:20200 http2 backlog=4096;']
+    # nginx 1.22 on a plain http2 listener speaks only HTTP/2: H1 arms
+    # must not get it
+    assert bind_line('nginx', h2ctx(False, h2=False)) == [
+        'listen 127.0.0.1:20200 backlog=4096;']
+    assert bind_line('haproxy', h2ctx(True)) == [
+        'bind 127.0.0.1:20200 ssl crt /r/p.pem alpn h2,http/1.1']
+    assert bind_line('haproxy', h2ctx(False)) == [
+        'bind 127.0.0.1:20200 proto h2']
+    assert bind_line('haproxy', h2ctx(False, h2=False)) == [
+        'bind 127.0.0.1:20200']
+    # l4 relays HTTP/2 bytes to the origin (h2c): ALPN h2 on TLS
+    assert bind_line('l4', h2ctx(True)) == [
+        'bind 127.0.0.1:20200 ssl crt /r/p.pem alpn h2']
+    assert bind_line('l4', h2ctx(True, h2=False)) == [
+        'bind 127.0.0.1:20200 ssl crt /r/p.pem']
+    assert bind_line('l4', h2ctx(False)) == ['bind 127.0.0.1:20200']
+    assert bind_line('caddy', h2ctx(True))[0] == 'protocols h1 h2'
+    assert bind_line('caddy', h2ctx(False))[0] == 'protocols h1 h2c'
+    assert bind_line('caddy', h2ctx(False, h2=False))[0] == 'protocols h1'
+
+
+def test_h2_arms_and_suites():
+    names = {a.name: a for s in arms.SUITES for a in s.arms}
+    for n in ('h2tls-tiny', 'h2c-tiny', 'h2tls-64k', 'h2tls-256k',
+              'h2-post64k', 'h2tls-newconn'):
+        a = names[n]
+        assert a.client == 'h2' and '--h2' in a.needs, n
+        assert a.client_tls == n.startswith('h2tls'), n
+    assert names['h2tls-tiny'].streams == 8
+    assert names['h2tls-newconn'].new_conn
+    assert names['h2-post64k'].body == 65536
+    assert arms.suite('h2').concurrency == (4, 8, 16)   # x 8 streams
+    assert 'h2tls-tiny' in [a.name for a in arms.suite('instr').arms]
+    assert arms.suite('h2-idle').kind == 'idle'
+    assert arms.suite('h2-idle').arms[0].client_tls is False
+    goals = {(g.arm, g.metric, g.peer): (g.op, g.threshold)
+             for s in arms.SUITES for g in s.goals}
+    assert goals[('h2tls-tiny', 'throughput', 'nginx')] == ('>=', 1.3)
+    assert goals[('h2tls-tiny', 'throughput', 'haproxy')] == ('>=', 1.05)
+    assert goals[('h2tls-tiny', 'cpu', 'nginx')] == ('<=', 0.75)
+    assert goals[('h2tls-tiny', 'instr', 'nginx')] == ('<=', 0.8)
+    for a in ('h2tls-64k', 'h2tls-256k', 'h2-post64k'):
+        assert goals[(a, 'throughput', 'haproxy')] == ('>=', 1.0)
+    assert goals[('h2c-tiny', 'idle_rss', 'nginx')] == ('<=', 1.0)
+    assert goals[('h2c-tiny', 'crosscheck', 'h2load')] == ('within', 0.15)
+
+
+def test_h2_client_command_lines():
+    from benchlib.probe import Probe
+    from benchlib.runner import h2load_argv
+    p = Probe.__new__(Probe)
+    p.path = 'wp'
+    argv = p.client_argv(['https://x/tiny'], 16, 2, h2=True, streams=8)
+    assert argv[argv.index('--h2') + 1:argv.index('--h2') + 3] == \
+        ['-m', '8']
+    # a new connection per request is one stream: no -m
+    argv = p.client_argv(['https://x/tiny'], 4, 2, new_conn=True, h2=True,
+                         streams=8)
+    assert '--h2' in argv and '-m' not in argv and '--new-conn' in argv
+    assert '--h2' not in p.client_argv(['http://x/'], 4, 2)
+    h2c = arms.suite('crosscheck-h2').arms[0]
+    assert h2load_argv(h2c, 'http://u/', 16, 2) == \
+        ['h2load', '-t1', '-c16', '-m8', '-D2', 'http://u/']
+    assert h2load_argv(arms.TINY, 'http://u/', 16, 2) == \
+        ['h2load', '--h1', '-t1', '-c16', '-D2', 'http://u/']
+
+
+def test_weir_without_the_http2_module_is_not_applicable(tmp_path):
+    fake = tmp_path / 'weir'
+    fake.write_text('#!/bin/sh\necho "modules: weir_core_module '
+                    'weir_http_module" >&2\n')
+    fake.chmod(0o755)
+    w = products.make(['weir'], str(fake))[0]
+    h2 = arms.suite('h2').arms[0]
+    assert 'HTTP/2 module' in w.supports(h2)
+    assert w.supports(arms.TINY) is None
+    fake.write_text('#!/bin/sh\necho "modules: weir_core_module '
+                    'weir_http_v2_module" >&2\n')
+    w = products.make(['weir'], str(fake))[0]
+    assert w.supports(h2) is None
+    # nginx without http_v2_module is n/a too
+    n = products.make(['nginx'], '/bin/true')[0]
+    n.binary = str(fake)
+    fake.write_text('#!/bin/sh\necho "configure arguments: '
+                    '--with-http_ssl_module" >&2\n')
+    assert 'http_v2_module' in n.supports(h2)
+    assert n.supports(arms.TLS_TINY) is None
+    n = products.make(['nginx'], '/bin/true')[0]
+    n.binary = str(fake)
+    fake.write_text('#!/bin/sh\necho "configure arguments: '
+                    '--with-http_v2_module" >&2\n')
+    assert n.supports(h2) is None
+    # direct runs only the h2c HTTP/2 arms
+    d = products.make(['direct'], '/bin/true')[0]
+    assert d.supports(arms.suite('h2').arms[1]) is None
+    assert 'n/a' in d.supports(h2)
+
+
+def test_h2c_request_and_frames():
+    from benchlib import h2c
+    req = h2c.request(8080, '/tiny')
+    assert req.startswith(h2c.PREFACE)
+    frames, rest = h2c.parse_frames(req[len(h2c.PREFACE):])
+    assert rest == b''
+    assert [(t, f, s) for t, f, s, _ in frames] == [
+        (h2c.SETTINGS, 0, 0), (h2c.HEADERS, 0x5, 1)]
+    # :method GET, :scheme http, :path /tiny, :authority 127.0.0.1:8080
+    assert frames[1][3] == b'\x82\x86\x04\x05/tiny\x01\x0e127.0.0.1:8080'
+    # a response: SETTINGS (ACKed), HEADERS :status 200 (after a table
+    # size update), DATA with END_STREAM split across two reads
+    resp = (h2c.frame(h2c.SETTINGS, 0, 0, b'\x00\x03\x00\x00\x00\x80') +
+            h2c.frame(h2c.HEADERS, h2c.END_HEADERS, 1, b'\x3f\xe1\x1f\x88') +
+            h2c.frame(h2c.DATA, h2c.END_STREAM, 1, b'x' * 64))
+    c = h2c.Conn()
+    c.feed(resp[:20])
+    assert not c.done and c.out == h2c.frame(h2c.SETTINGS, h2c.ACK, 0)
+    c.feed(resp[20:])
+    assert c.done and c.status == 200 and c.failed is None
+    assert h2c.status_of(b'\x8d') == 404 and h2c.status_of(b'\x48') is None
+    c = h2c.Conn()
+    c.feed(h2c.frame(h2c.RST_STREAM, 0, 1, b'\x00\x00\x00\x07'))
+    assert c.failed == 'RST_STREAM'
+
+
+def test_report_crosscheck_per_arm():
+    suite = arms.suite('crosscheck-h2')
+    rows = []
+    for arm, probe_rps, h2load_rps in (('h2c-tiny', 100.0, 90.0),
+                                       ('h2tls-tiny', 100.0, 50.0)):
+        for tool, rps in (('weir-probe', probe_rps), ('h2load', h2load_rps)):
+            r = {c: '' for c in COLUMNS}
+            r.update(suite=suite.name, arm=arm, product='direct', tool=tool,
+                     repeat=0, conns=16, rps=rps, requests=int(rps))
+            rows.append(r)
+    sm = report.Summary([suite], rows, Settings(repeat=1),
+                        {'title': 't', 'date': 'd', 'command': 'c',
+                         'weir': 'w', 'layout': 'l', 'settings': 's'},
+                        [], [])
+    text = sm.build()
+    assert '### h2c-tiny' in text and '### h2tls-tiny' in text
+    # each goal judged on its own arm's rows
+    assert [(g[1], g[2], g[3]) for g in sm.goals] == [
+        ('crosscheck H2: h2load within +-15% of weir-probe', '0.90',
+         'met'),
+        ('crosscheck H2 TLS: h2load within +-15% of weir-probe', '0.50',
+         'missed')]

@@ -5,7 +5,8 @@ side x mode (reverse now; MITM later), plus the request the load
 generator sends. Adding an HTTP/2 or HTTP/3 arm is adding an Arm here
 (client='h2', ...), teaching the products that support it to render it
 (products.py: Product.supports and the templates), and teaching the
-client runner to speak it (probe.py).
+client runner to speak it (probe.py: HTTP/2 is weir-probe's --h2 with
+-m streams per connection).
 """
 
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Arm:
     name: str
-    client: str = 'h1'          # client protocol: h1 (h2, h3 later)
+    client: str = 'h1'          # client protocol: h1, h2 (h3 later)
     client_tls: bool = False    # TLS between the client and the proxy
     origin: str = 'h1'          # origin protocol: h1
     origin_tls: bool = False    # TLS between the proxy and the origin
@@ -25,6 +26,7 @@ class Arm:
     new_conn: bool = False      # a new connection per request
     probe_args: tuple = ()      # extra weir-probe client options
     needs: tuple = ()           # weir-probe features the arm needs
+    streams: int = 1            # h2: streams in flight per connection
 
     @property
     def topology(self):
@@ -37,6 +39,8 @@ class Arm:
         what = '%s %s' % (self.method, self.path)
         if self.body:
             what += ' (%d B body)' % self.body
+        if self.streams > 1:
+            what += ', %d streams per connection' % self.streams
         if self.new_conn:
             what += ', new connection per request'
         if self.probe_args:
@@ -85,10 +89,29 @@ TLS_TINY = Arm('h1tls-tiny', client_tls=True)
 
 SLOW_ORIGIN_BOUND = 128 / 0.015
 
+# HTTP/2 to the proxy, HTTP/1.1 to the origin (issue 14): weir-probe
+# --h2 -m 8; the ramp's steps are connections (x 8 streams in flight)
+H2_STREAMS = 8
+H2_STEPS = (4, 8, 16)
+
+
+def _h2(name, tls=True, **kw):
+    kw.setdefault('streams', H2_STREAMS)
+    return Arm(name, client='h2', client_tls=tls, needs=('--h2',), **kw)
+
+
+H2TLS_TINY = _h2('h2tls-tiny')
+H2C_TINY = _h2('h2c-tiny', tls=False)
+
 
 def _ge_nginx(arm, what):
     return Goal('%s: weir >= 1.0 x nginx' % what, arm, 'throughput', '>=',
                 1.0)
+
+
+def _ge_haproxy(arm, what):
+    return Goal('%s: weir >= 1.0 x HAProxy' % what, arm, 'throughput',
+                '>=', 1.0, peer='haproxy')
 
 
 SUITES = (
@@ -163,14 +186,60 @@ SUITES = (
                needs=('--ws',)),),
           'WebSocket echo of 64-byte messages: round trips per second',
           goals=(_ge_nginx('h1-ws64', 'WebSocket echo'),)),
-    Suite('instr', 'instr', (TINY, TLS_TINY),
+    Suite('h2', 'ramp', (H2TLS_TINY, H2C_TINY),
+          'tiny GET (64 B) over HTTP/2, TLS (ALPN h2) and h2c (prior '
+          'knowledge), to an HTTP/1.1 origin; 8 streams per connection',
+          concurrency=H2_STEPS,
+          goals=(
+              Goal('tiny H2 TLS: weir >= 1.3 x nginx', 'h2tls-tiny',
+                   'throughput', '>=', 1.3),
+              Goal('tiny H2 TLS: weir >= 1.05 x HAProxy', 'h2tls-tiny',
+                   'throughput', '>=', 1.05, peer='haproxy'),
+              Goal('tiny H2 TLS: CPU/request <= 0.75 x nginx',
+                   'h2tls-tiny', 'cpu', '<=', 0.75),
+          )),
+    Suite('h2-bodies', 'ramp',
+          (_h2('h2tls-64k', path='/size/65536'),
+           _h2('h2tls-256k', path='/size/262144')),
+          '64 KiB and 256 KiB GET over HTTP/2 TLS, 8 streams per '
+          'connection',
+          concurrency=H2_STEPS,
+          goals=(_ge_haproxy('h2tls-64k', '64 KiB over H2 TLS'),
+                 _ge_haproxy('h2tls-256k', '256 KiB over H2 TLS'))),
+    Suite('h2-post', 'ramp',
+          (_h2('h2-post64k', tls=False, path='/echo', method='POST',
+               body=65536),),
+          '64 KiB POST over h2c, 8 streams per connection, echoed back by '
+          'the origin',
+          concurrency=H2_STEPS,
+          goals=(_ge_haproxy('h2-post64k', '64 KiB POST over H2'),)),
+    Suite('h2-tls-cost', 'ramp',
+          (_h2('h2tls-newconn', streams=1, new_conn=True),),
+          'tiny GET over HTTP/2 TLS, a new connection (a full handshake, '
+          'the preface and SETTINGS) per request'),
+    Suite('h2-idle', 'idle', (H2C_TINY,),
+          'N idle HTTP/2 connections (--hold, 10,000 by default; h2c: '
+          'preface, SETTINGS and one GET each, held by bench/lib/'
+          'benchlib/h2c.py) while 50 h2c clients x 8 streams send tiny '
+          'GETs; compared with no idle connections',
+          products=('weir', 'nginx', 'haproxy', 'caddy'),
+          concurrency=(50,), options={'hold': 10000},
+          goals=(Goal('idle H2: 10,000 idle connections cost weir <= 10% '
+                      'of its throughput', 'h2c-tiny', 'idle_cost', '>=',
+                      0.90),
+                 Goal('idle H2: weir RSS per idle connection <= nginx',
+                      'h2c-tiny', 'idle_rss', '<=', 1.0))),
+    Suite('instr', 'instr', (TINY, TLS_TINY, H2TLS_TINY),
           'instructions per request under valgrind --tool=callgrind, '
-          '(Ir(N2) - Ir(N1)) / (N2 - N1) at 4 connections',
+          '(Ir(N2) - Ir(N1)) / (N2 - N1) at 4 connections (H2: x 8 '
+          'streams)',
           products=('weir', 'nginx', 'haproxy'),
           goals=(Goal('tiny H1: instructions/request <= 0.85 x nginx',
                       'h1-tiny', 'instr', '<=', 0.85),
                  Goal('tiny H1 TLS: instructions/request <= 0.85 x nginx',
-                      'h1tls-tiny', 'instr', '<=', 0.85))),
+                      'h1tls-tiny', 'instr', '<=', 0.85),
+                 Goal('tiny H2 TLS: instructions/request <= 0.8 x nginx',
+                      'h2tls-tiny', 'instr', '<=', 0.8))),
     Suite('crosscheck', 'crosscheck', (TINY,),
           'the generator itself on the direct arm: weir-probe vs wrk -t1 '
           'vs h2load --h1 -t1, same concurrency and duration',
@@ -180,6 +249,17 @@ SUITES = (
                  Goal('crosscheck: h2load within +-15% of weir-probe',
                       'h1-tiny', 'crosscheck', 'within', 0.15,
                       peer='h2load'))),
+    Suite('crosscheck-h2', 'crosscheck', (H2C_TINY, H2TLS_TINY),
+          'the HTTP/2 generator on the direct arm, h2c and TLS (ALPN h2) '
+          'to the origin: weir-probe --h2 -m 8 vs h2load -t1 -m 8, same '
+          'concurrency and duration',
+          products=('direct',), concurrency=H2_STEPS,
+          goals=(Goal('crosscheck H2: h2load within +-15% of weir-probe',
+                      'h2c-tiny', 'crosscheck', 'within', 0.15,
+                      peer='h2load'),
+                 Goal('crosscheck H2 TLS: h2load within +-15% of '
+                      'weir-probe', 'h2tls-tiny', 'crosscheck', 'within',
+                      0.15, peer='h2load'))),
     Suite('reload', 'reload', (TINY, TLS_TINY),
           'issue 13: wrk -t2 -c32 (it does not retry a failed request) '
           'for 25 s (smoke: 2 s) against a fresh proxy with 2 workers '

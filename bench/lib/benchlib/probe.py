@@ -8,8 +8,11 @@ import http.client
 import io
 import os
 import re
+import sys
 
 from . import procs
+
+H2C_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'h2c.py')
 
 # columns of weir-probe --csv read as numbers (any other column is text)
 _TEXT_COLUMNS = ('proto', 'mode', 'method')
@@ -120,8 +123,15 @@ class Probe:
         return [n for n in needs if n not in self.features]
 
     def client_argv(self, urls, conns, duration, warmup=0, requests=None,
-                    method='GET', body=0, new_conn=False, extra=()):
+                    method='GET', body=0, new_conn=False, extra=(),
+                    h2=False, streams=1):
+        """h2: --h2 and, unless new_conn (one stream per connection),
+        -m streams."""
         argv = [self.path, 'client', '-c', str(conns), '-d', _num(duration)]
+        if h2:
+            argv.append('--h2')
+            if streams > 1 and not new_conn:
+                argv += ['-m', str(streams)]
         for u in urls:
             argv += ['-u', u]
         if warmup:
@@ -138,27 +148,40 @@ class Probe:
         argv.append('--csv-header')
         return argv
 
-    def origin(self, rundir, prefix=(), name='origin'):
-        """Starts an origin on a free port; returns (Proc, port)."""
-        p = procs.Proc(name, list(prefix) + [self.path, 'origin', '-l',
-                                             '127.0.0.1:0'], rundir)
+    def origin(self, rundir, prefix=(), name='origin', tls=None):
+        """Starts an origin on a free port (tls: (cert, key), a TLS
+        listener: HTTP/1.1 and, by ALPN, HTTP/2); returns (Proc,
+        port)."""
+        argv = [self.path, 'origin', '-l', '127.0.0.1:0']
+        if tls:
+            argv += ['--tls', tls[0], tls[1]]
+        p = procs.Proc(name, list(prefix) + argv, rundir)
         m = p.wait_line(r'listening on 127\.0\.0\.1:(\d+)', 10)
         return p, int(m.group(1))
 
     def hold(self, url, conns, rundir, prefix=(), name='hold',
-             timeout=60):
-        """Starts `weir-probe hold`; returns (Proc, idle connections)
-        once it says they are all open."""
-        p = procs.Proc(name, list(prefix) + [self.path, 'hold', '-c',
-                                             str(conns), '-u', url], rundir)
-        m = p.wait_line(r'weir-probe hold: (\d+) idle', timeout)
+             timeout=60, h2=False):
+        """Starts `weir-probe hold` (h2: h2c.py hold, weir-probe's being
+        HTTP/1 only); returns (Proc, idle connections) once it says they
+        are all open."""
+        if h2:
+            # its own -T a little under ours, so its count comes first
+            argv = [sys.executable, '-I', H2C_PY, 'hold', '-c', str(conns),
+                    '-u', url, '-T', _num(timeout - 5 if timeout > 10
+                                          else timeout)]
+            line = r'h2c hold: (\d+) idle'
+        else:
+            argv = [self.path, 'hold', '-c', str(conns), '-u', url]
+            line = r'weir-probe hold: (\d+) idle'
+        p = procs.Proc(name, list(prefix) + argv, rundir)
+        m = p.wait_line(line, timeout)
         return p, int(m.group(1))
 
 
-def origin_stats(port):
+def origin_stats(port, tls=False):
     """The origin's /stats, or {} when it cannot be read."""
     try:
-        status, body = procs.http_get(port, '/stats')
+        status, body = procs.http_get(port, '/stats', tls)
     except (OSError, http.client.HTTPException):
         return {}
     if status != 200:

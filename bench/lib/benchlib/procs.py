@@ -12,6 +12,8 @@ import ssl
 import subprocess
 import time
 
+from . import h2c as h2cmod
+
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 
 
@@ -202,9 +204,10 @@ def http_get(port, path, tls=False, timeout=2.0):
         conn.close()
 
 
-def wait_ready(proc, port, path, tls, timeout):
+def wait_ready(proc, port, path, tls, timeout, h2c=False):
     """Polls until a GET of path through port answers 200 (connect plus
-    one request), or raises ProcError."""
+    one request; h2c: HTTP/2 with prior knowledge, for listeners that
+    speak nothing else), or raises ProcError."""
     end = time.monotonic() + timeout
     last = 'no attempt'
     while time.monotonic() < end:
@@ -213,10 +216,13 @@ def wait_ready(proc, port, path, tls, timeout):
                             % (proc.name, proc.popen.returncode,
                                tail(proc.output())))
         try:
-            status, _ = http_get(port, path, tls)
+            if h2c:
+                status = h2cmod.get(port, path)
+            else:
+                status, _ = http_get(port, path, tls)
             if status == 200:
                 return
-            last = 'status %d' % status
+            last = 'status %s' % status
         except (OSError, http.client.HTTPException) as e:
             last = str(e) or type(e).__name__
         time.sleep(0.05)

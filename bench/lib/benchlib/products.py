@@ -12,6 +12,7 @@ import os
 import signal
 
 from . import probe as probemod
+from . import procs
 from . import template
 
 PEERS_DIR = os.path.join(os.path.dirname(os.path.dirname(
@@ -47,15 +48,17 @@ class Product:
 
     def supports(self, arm):
         """None when the product can run the arm, else why not."""
-        if arm.client != 'h1' or arm.origin != 'h1' or arm.origin_tls:
+        if arm.client not in ('h1', 'h2') or arm.origin != 'h1' or \
+                arm.origin_tls:
             return 'not yet: %s' % arm.topology
         if arm.mode != 'reverse':
             return 'not yet: mode %s' % arm.mode
         return None
 
     def values(self, ctx):
-        """The template's values: ctx (port, origin_port, tls, cert, key,
-        pem, workers, conns, nofile, rundir, single) plus our own."""
+        """The template's values: ctx (port, origin_port, tls, h2 (the
+        client speaks HTTP/2), cert, key, pem, workers, conns, nofile,
+        rundir, single) plus our own."""
         return dict(ctx)
 
     def render(self, ctx):
@@ -87,6 +90,24 @@ class Weir(Product):
 
     def __init__(self, binary):
         self.binary = os.path.abspath(binary)
+        self._modules = None
+
+    def modules(self):
+        """The module names of `weir -V`'s modules: line (cached)."""
+        if self._modules is None:
+            _, out, err = procs.run([self.binary, '-V'], 10)
+            self._modules = set()
+            for line in (out + err).splitlines():
+                if line.startswith('modules:'):
+                    self._modules = set(line.split()[1:])
+        return self._modules
+
+    def supports(self, arm):
+        why = Product.supports(self, arm)
+        if why is None and arm.client == 'h2' and \
+                'weir_http_v2_module' not in self.modules():
+            why = 'n/a: this weir is built without the HTTP/2 module'
+        return why
 
     def argv(self, conf, ctx):
         # master_process off (callgrind) is in the configuration
@@ -100,6 +121,25 @@ class Nginx(Product):
     template = 'nginx.conf'
     conf_name = 'nginx.conf'
     reload_signal = signal.SIGHUP
+
+    _configure = None
+
+    def configure_args(self):
+        """`nginx -V`'s configure arguments (cached; '' when it cannot
+        run)."""
+        if self._configure is None:
+            path = self.path()
+            _, out, err = procs.run([path, '-V'], 10) if path else \
+                (None, '', '')
+            self._configure = out + err
+        return self._configure
+
+    def supports(self, arm):
+        why = Product.supports(self, arm)
+        if why is None and arm.client == 'h2' and self.path() and \
+                '--with-http_v2_module' not in self.configure_args():
+            why = 'n/a: this nginx is built without http_v2_module'
+        return why
 
     def argv(self, conf, ctx):
         g = 'daemon off;' + (' master_process off;' if ctx['single'] else '')
@@ -183,6 +223,7 @@ class Direct(Product):
         return None
 
     def supports(self, arm):
+        # the probe origin speaks h2c too: direct runs the h2c arms
         if arm.client_tls != arm.origin_tls:
             return 'n/a: the origin speaks plain HTTP, the arm TLS'
         return Product.supports(self, arm)

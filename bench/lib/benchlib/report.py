@@ -358,9 +358,16 @@ class Summary:
                         weir, figs.get(g.peer, {}).get('per_req')))
 
     def cross(self, suite):
-        figs = cross_figures(self.rows_of(suite))
+        for arm in suite.arms:
+            self.cross_arm(suite, arm, len(suite.arms) > 1)
+
+    def cross_arm(self, suite, arm, heading):
+        figs = cross_figures(self.rows_of(suite, arm))
         if not figs:
             return
+        if heading:
+            self.w('### %s: %s' % (arm.name, arm.label))
+            self.w()
         tools = ('weir-probe', 'wrk', 'h2load')
         self.w('| conns | weir-probe req/s | wrk req/s | h2load req/s | '
                'wrk / probe | h2load / probe |')
@@ -384,7 +391,7 @@ class Summary:
                 fmt(ratios.get('wrk'), '%.2f'),
                 fmt(ratios.get('h2load'), '%.2f')))
         self.w()
-        counted = cross_counted(self.rows_of(suite))
+        counted = cross_counted(self.rows_of(suite, arm))
         if counted:
             self.w("Each tool's own request count against the origin's "
                    "(GET /stats before and after): 1.00 = no request "
@@ -398,7 +405,8 @@ class Summary:
                     self.w('| %s | %.3f |' % (t, counted[t]))
             self.w()
         for g in suite.goals:
-            self.goal(suite, g, worst.get(g.peer))
+            if g.arm == arm.name:
+                self.goal(suite, g, worst.get(g.peer))
 
     def reload(self, suite):
         for arm in suite.arms:

@@ -138,14 +138,18 @@ class Runner:
             out.append(p)
         return out
 
-    def start_origin(self, suite, alone=False):
+    def start_origin(self, suite, alone=False, tls=False):
         """The origin shares CPU 0 with the generator, the proxy having
         CPU 1; with no proxy in the path (alone: the crosscheck of the
         generators) it takes the proxy's core, so each generator is
-        measured by its own cost, not by what it leaves the origin."""
+        measured by its own cost, not by what it leaves the origin.
+        tls: a TLS listener (the crosscheck of an H2 TLS arm)."""
         d = self.subdir(suite.name)
-        return self.probe.origin(d, prefix=self.cpu1() if alone
-                                 else self.cpu0())
+        return self.probe.origin(
+            d, prefix=self.cpu1() if alone else self.cpu0(),
+            name='origin-tls' if tls else 'origin',
+            tls=(self.tls_paths['cert'], self.tls_paths['key']) if tls
+            else None)
 
     def start(self, product, arm, origin_port, rundir, single=False,
               wrapper=(), ready_timeout=10.0, workers=None, reload=False):
@@ -162,7 +166,8 @@ class Runner:
                'pem': self.tls_paths['pem'],
                'workers': 1 if single else (workers or self.s.workers),
                'conns': self.conns, 'nofile': self.nofile, 'rundir': rundir,
-               'single': single, 'reload': reload}
+               'single': single, 'reload': reload,
+               'h2': arm.client == 'h2'}
         conf = os.path.join(rundir, product.conf_name)
         with open(conf, 'w') as f:
             f.write(product.render(ctx))
@@ -170,7 +175,10 @@ class Runner:
         proc = procs.Proc(product.name, argv, rundir, env=product.env(ctx),
                           cwd=rundir)
         try:
-            procs.wait_ready(proc, port, '/tiny', tls, ready_timeout)
+            # h2c arms: nginx 1.22 and HAProxy (proto h2) speak only
+            # HTTP/2 there; TLS arms are checked over ALPN http/1.1
+            procs.wait_ready(proc, port, '/tiny', tls, ready_timeout,
+                             h2c=arm.client == 'h2' and not tls)
         except procs.ProcError:
             proc.stop(product.stop_signals, grace=2.0)
             raise
@@ -195,7 +203,8 @@ class Runner:
                     requests=None):
         return self.probe.client_argv(
             [running.url(arm.path)], conns, duration, warmup, requests,
-            arm.method, arm.body, arm.new_conn, arm.probe_args)
+            arm.method, arm.body, arm.new_conn, arm.probe_args,
+            h2=arm.client == 'h2', streams=arm.streams)
 
     # ----- one measurement
 
@@ -324,13 +333,17 @@ class Runner:
         idle connections, then `weir-probe hold` opens N idle ones and
         the same step runs again; RSS from the end of each step."""
         hold_n = self.s.hold or suite.options.get('hold', 10000)
-        if 'hold' not in self.probe.features:
+        # HTTP/2 arms hold h2c connections with h2c.py, not weir-probe
+        h2 = all(a.client == 'h2' for a in suite.arms)
+        if not h2 and 'hold' not in self.probe.features:
             self.note(suite, 'skipped: this weir-probe has no hold command')
             return
         active = max(self.steps(suite)) + 50
         origin, origin_port = self.start_origin(suite)
         try:
             for arm in suite.arms:
+                if not self.arm_runnable(suite, arm):
+                    continue
                 products = self.suite_products(suite, arm)
                 holds = {}
                 for p in products:
@@ -362,7 +375,8 @@ class Runner:
                 self.measure(suite, arm, run, c, r, turn, origin_port)
             hold, idle = self.probe.hold(run.url(arm.path), hold_n, d,
                                          prefix=self.cpu0(),
-                                         timeout=60 + hold_n / 200)
+                                         timeout=60 + hold_n / 200,
+                                         h2=arm.client == 'h2')
             if idle < hold_n:
                 self.note(suite, '%s: only %d of %d idle connections open'
                           % (product.name, idle, hold_n))
@@ -440,26 +454,40 @@ class Runner:
                     out['requests'], out['errors']))
 
     def run_crosscheck(self, suite):
+        """Each arm on the direct path, one after the other."""
+        for arm in suite.arms:
+            if self.arm_runnable(suite, arm):
+                self.crosscheck_arm(suite, arm)
+
+    def crosscheck_arm(self, suite, arm):
         """The direct arm with weir-probe, wrk -t1 and h2load --h1 -t1 in
-        turns: same concurrency, same (whole-second) duration."""
-        arm = suite.arms[0]
+        turns: same concurrency, same (whole-second) duration. On an
+        HTTP/2 arm: weir-probe --h2 -m M and h2load -t1 -m M (h2c with
+        prior knowledge, both; on a TLS arm ALPN h2 to a TLS origin),
+        wrk being HTTP/1 only."""
         tools = ['weir-probe']
-        for t in ('wrk', 'h2load'):
+        peers = ('wrk', 'h2load')
+        if arm.client == 'h2':
+            peers = ('h2load',)
+            self.note(suite, '%s: wrk speaks HTTP/1 only: its ratio is '
+                      'n/a' % arm.name)
+        for t in peers:
             if which(t):
                 tools.append(t)
             else:
                 self.note(suite, '%s not found: its ratio is n/a' % t)
         duration = max(1, int(round(self.s.duration)))
         warmup = 0 if self.s.smoke else self.s.warmup
-        origin, origin_port = self.start_origin(suite, alone=True)
+        origin, origin_port = self.start_origin(suite, alone=True,
+                                                tls=arm.client_tls)
         try:
-            direct = Running(None, None, origin_port, None, False)
+            direct = Running(None, None, origin_port, None, arm.client_tls)
             url = direct.url(arm.path)
             for r in range(self.s.repeat):
                 for c in self.steps(suite):
                     if warmup:
-                        self.run_probe(self.probe.client_argv(
-                            [url], c, warmup), 'crosscheck-warmup',
+                        self.run_probe(self.cross_probe_argv(
+                            arm, url, c, warmup), 'crosscheck-warmup',
                             warmup + 30)
                     for turn, t in enumerate(stats.rotate(tools, r)):
                         self.cross_one(suite, arm, t, url, origin_port, c,
@@ -470,16 +498,18 @@ class Runner:
     def cross_one(self, suite, arm, tool, url, origin_port, c, duration, r,
                   turn):
         self.seq += 1
-        name = '%04d-%s-%s-r%d-c%d' % (self.seq, suite.name, tool, r, c)
+        name = '%04d-%s-%s-%s-r%d-c%d' % (self.seq, suite.name, arm.name,
+                                          tool, r, c)
         out = {col: '' for col in COLUMNS}
         out.update(suite=suite.name, arm=arm.name, topology=arm.topology,
                    product='direct', tool=tool, repeat=r, turn=turn,
                    conns=c, hold=0, duration_s=duration)
         # the origin's own count of the requests: a tool that miscounts
         # (or whose figure includes its warm-up) shows as a ratio off 1
-        reqs0 = origin_stats(origin_port).get('requests')
+        reqs0 = origin_stats(origin_port, arm.client_tls).get('requests')
         if tool == 'weir-probe':
-            row = self.run_probe(self.probe.client_argv([url], c, duration),
+            row = self.run_probe(self.cross_probe_argv(arm, url, c,
+                                                       duration),
                                  name, duration + 30)
             if row:
                 for col in PROBE_COLUMNS:
@@ -490,15 +520,14 @@ class Runner:
                 argv = ['wrk', '-t1', '-c%d' % c, '-d%ds' % duration, url]
                 parse = parse_wrk
             else:
-                argv = ['h2load', '--h1', '-t1', '-c%d' % c,
-                        '-D%d' % duration, url]
+                argv = h2load_argv(arm, url, c, duration)
                 parse = parse_h2load
             _, text, err = procs.run(self.cpu0() + argv, duration + 30,
                                      self.subdir('raw'), name)
             row = parse(text + err)
             if row:
                 out.update((k, v) for k, v in row.items() if v is not None)
-        reqs1 = origin_stats(origin_port).get('requests')
+        reqs1 = origin_stats(origin_port, arm.client_tls).get('requests')
         if reqs0 is not None and reqs1 is not None:
             # minus the "after" /stats request itself
             out['origin_reqs'] = reqs1 - reqs0 - 1
@@ -509,6 +538,11 @@ class Runner:
             self.smoke_check(suite, row, '%s c=%d' % (tool, c), name)
         self.rows.append(out)
         self.log('  %-10s r%d c=%-4d %s req/s' % (tool, r, c, out['rps']))
+
+    def cross_probe_argv(self, arm, url, c, duration):
+        return self.probe.client_argv([url], c, duration,
+                                      h2=arm.client == 'h2',
+                                      streams=arm.streams)
 
     def run_reload(self, suite):
         """Issue 13: per arm, repeat and product (order rotated by the
@@ -689,6 +723,17 @@ class Runner:
                 break
             took.append(t)
         return len(took), took
+
+
+def h2load_argv(arm, url, conns, duration):
+    """h2load, one thread, for the crosscheck: --h1 on an HTTP/1 arm;
+    on an HTTP/2 one (h2c prior knowledge for http://) -m streams."""
+    argv = ['h2load', '-t1', '-c%d' % conns]
+    if arm.client == 'h2':
+        argv.append('-m%d' % arm.streams)
+    else:
+        argv.insert(1, '--h1')
+    return argv + ['-D%d' % duration, url]
 
 
 def log_alerts(path):
