@@ -98,9 +98,10 @@ class Frame:
                     for i in range(0, len(self.payload), 6))
 
     def __repr__(self):
-        return "<frame type=%d flags=%#x sid=%d len=%d code=%s>" % (
+        return "<frame type=%d flags=%#x sid=%d len=%d code=%s%s>" % (
             self.type, self.flags, self.sid, len(self.payload),
-            self.error_code)
+            self.error_code, " %r" % self.payload[8:]
+            if self.type == GOAWAY else "")
 
 
 class RawH2:

@@ -766,6 +766,13 @@ weir_http_v2_check_close(weir_http_v2_conn_t *h2c)
         return;
     }
 
+    if (h2c->failed && !nghttp2_session_want_read(h2c->session)) {
+        /* the error GOAWAY is out (nghttp2 may send it by itself, in the
+         * middle of mem_recv): the streams left are aborted */
+        weir_http_v2_finalize(h2c);
+        return;
+    }
+
     if (nghttp2_session_want_read(h2c->session)
         && !(h2c->goaway_final && h2c->nstreams == 0))
     {
@@ -997,11 +1004,11 @@ weir_http_v2_on_frame_send(nghttp2_session *session,
     }
 
     if (frame->hd.type == NGHTTP2_GOAWAY
-        && frame->goaway.error_code != NGHTTP2_NO_ERROR && !h2c->flooded)
+        && frame->goaway.error_code != NGHTTP2_NO_ERROR && !h2c->failed)
     {
         /* nghttp2 ended the session by itself in the middle of mem_recv
          * (max_settings, a protocol error): its reason, as it gave it */
-        h2c->flooded = 1;
+        h2c->failed = 1;
 
         if (frame->goaway.opaque_data_len) {
             weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0,
@@ -1033,7 +1040,7 @@ weir_http_v2_flood(weir_http_v2_conn_t *h2c, weir_uint_t kind)
 {
     weir_uint_t  limit;
 
-    if (h2c->flooded) {
+    if (h2c->failed) {
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
 
@@ -1058,7 +1065,7 @@ weir_http_v2_flood(weir_http_v2_conn_t *h2c, weir_uint_t kind)
                    "GOAWAY ENHANCE_YOUR_CALM",
                    (unsigned long) limit, weir_http_v2_flood_names[kind]);
 
-    h2c->flooded = 1;
+    h2c->failed = 1;
 
     (void) nghttp2_session_terminate_session(h2c->session,
                                              NGHTTP2_ENHANCE_YOUR_CALM);
@@ -1130,7 +1137,7 @@ weir_http_v2_recv_error(weir_http_v2_conn_t *h2c, ssize_t rv)
     switch (rv) {
 
     case NGHTTP2_ERR_CALLBACK_FAILURE:
-        if (h2c->flooded) {
+        if (h2c->failed) {
             /* logged by weir_http_v2_flood() */
             return;
         }
@@ -1164,7 +1171,7 @@ weir_http_v2_recv_error(weir_http_v2_conn_t *h2c, ssize_t rv)
         break;
     }
 
-    h2c->flooded = 1;
+    h2c->failed = 1;
 
     (void) nghttp2_session_terminate_session(h2c->session, err);
 }

@@ -92,7 +92,8 @@ struct weir_http_v2_conn_s {
     unsigned                     close_pending:1;
     unsigned                     destroyed:1;
     unsigned                     settings_sent:1;   /* the first SETTINGS */
-    unsigned                     flooded:1;     /* a limit tripped, logged */
+    unsigned                     failed:1;      /* ends on an error GOAWAY,
+                                                   logged */
 };
 
 
