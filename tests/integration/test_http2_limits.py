@@ -302,7 +302,9 @@ def test_reset_before_response_paced(weir, make_origin):
     other = H2Client(port)
     c = RawH2(port)
     g = None
-    for i in range(400):
+    # a window is a second: on a slow machine the first may pass before
+    # 200 round trips, so go on (bounded) until it trips
+    for i in range(5000):
         sid = 2 * i + 1
         try:
             c.send(c.headers(sid, "/x", method="POST", end=False)
@@ -317,7 +319,7 @@ def test_reset_before_response_paced(weir, make_origin):
     if g is None:
         g = c.goaway()
     assert g is not None and g.error_code == h2raw.ENHANCE_YOUR_CALM, g
-    assert i == 200, i
+    assert i >= 200, i
     assert not [f for f in c.frames if f.type == h2raw.RST_STREAM
                 and f.error_code == h2raw.REFUSED_STREAM]
     weir.wait_log(r"client HTTP/2 flood: more than 200 streams reset by "
