@@ -127,21 +127,23 @@ def test_connection_error(weir, make_origin, case):
     assert o.requests == []
 
 
-@pytest.mark.xfail(strict=True, reason="nghttp2 ignores a HEADERS on a "
-                   "stream id below the last one it saw unless it knows "
-                   "the stream closed (it cannot tell trailers after a "
-                   "RST_STREAM from a new stream); weir does not see it")
 def test_decreasing_stream_id(weir):
     """5.1.1: a new stream id lower than one already opened is a
-    connection error PROTOCOL_ERROR."""
+    connection error PROTOCOL_ERROR (weir's check: nghttp2 ignores the
+    HEADERS)."""
     port, _ = start(weir, "        http2 on;\n"
                     "        location /ok { return 200 ok; }\n")
     c = RawH2(port)
+    c.send(c.headers(1, "/ok"))
+    c.stream_end(1)
     c.send(c.headers(5, "/ok"))
     c.stream_end(5)
     c.send(c.headers(3, "/ok"))
-    g = c.goaway(timeout=2)
+    g = c.goaway()
     assert g is not None and g.error_code == h2raw.PROTOCOL_ERROR, g
+    assert c.closed()
+    served(port)
+    weir.wait_log(r"client sent HEADERS opening stream 3 after stream 5")
 
 
 # stream errors: RFC 9113 5.4.1 lets an endpoint make any of them a
@@ -248,3 +250,24 @@ def test_bad_preface(weir):
     c.send(h2raw.PREFACE[:-4] + b"XXXX" + h2raw.settings())
     assert c.closed()
     served(port)
+
+
+def test_trailers_below_last_stream_id(weir, make_origin):
+    """Trailers (HEADERS) on a stream opened before the last one are no
+    new stream: the request ends and is answered."""
+    o = make_origin()
+    port, _ = start(weir, "        http2 on;\n"
+                    "        location /ok { return 200 ok; }\n"
+                    "        location / { proxy_pass http://%s; }\n"
+                    % o.addr)
+    c = RawH2(port)
+    open_post(c, 1)
+    c.send(h2raw.data(1, b"body"))
+    c.send(c.headers(3, "/ok"))
+    c.stream_end(3)
+    c.send(c.headers(1, block=c.enc.encode([("x-trailer", "t")])))
+    c.stream_end(1)
+    assert c.status == {1: 200, 3: 200}
+    assert not [f for f in c.frames if f.type == h2raw.GOAWAY]
+    assert o.requests[-1].method == "POST"
+    c.close()

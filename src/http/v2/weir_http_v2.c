@@ -65,6 +65,8 @@ static int weir_http_v2_error_callback(nghttp2_session *session,
     int lib_error_code, const char *msg, size_t len, void *user_data);
 static int weir_http_v2_on_frame_send(nghttp2_session *session,
     const nghttp2_frame *frame, void *user_data);
+static int weir_http_v2_on_begin_frame(nghttp2_session *session,
+    const nghttp2_frame_hd *hd, void *user_data);
 static void weir_http_v2_recv_error(weir_http_v2_conn_t *h2c, ssize_t rv);
 static void weir_http_v2_patch_settings(weir_http_v2_conn_t *h2c,
     unsigned char *p, size_t len);
@@ -158,6 +160,7 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
      * end, so it is the refused streams limit that trips; paced, this */
     h2c->flood_limit[WEIR_HTTP_V2_FLOOD_RESET] = 2 * refused;
     h2c->flood_start = weir_current_msec;
+    h2c->max_headers_id = -1;
 
     h2c->shutdown.data = h2c;
     h2c->shutdown.handler = weir_http_v2_shutdown_handler;
@@ -196,6 +199,8 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
         weir_http_v2_error_callback);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb,
         weir_http_v2_on_frame_send);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cb,
+        weir_http_v2_on_begin_frame);
 
     if (nghttp2_option_new(&opt) != 0) {
         nghttp2_session_callbacks_del(cb);
@@ -1217,4 +1222,68 @@ weir_http_v2_patch_settings(weir_http_v2_conn_t *h2c, unsigned char *p,
 
     weir_log_error(WEIR_LOG_ALERT, h2c->connection->log, 0,
                    "HTTP/2 SETTINGS without MAX_CONCURRENT_STREAMS");
+}
+
+
+/*
+ * Every frame header, before nghttp2 looks at the frame: the ids of
+ * HEADERS frames. nghttp2 ignores a HEADERS on an id below the last
+ * one unless it knows the stream closed (it cannot tell a new stream
+ * from trailers sent after a RST_STREAM); weir remembers the ranges of
+ * ids the client skipped, which no frame may open any more (RFC 9113
+ * 5.1.1: PROTOCOL_ERROR). Ids of streams that were opened are never
+ * refused here.
+ */
+
+static int
+weir_http_v2_on_begin_frame(nghttp2_session *session,
+    const nghttp2_frame_hd *hd, void *user_data)
+{
+    int32_t               id;
+    weir_uint_t           i;
+    weir_http_v2_conn_t  *h2c = user_data;
+
+    (void) session;
+
+    id = hd->stream_id;
+
+    if (hd->type != NGHTTP2_HEADERS || id <= 0 || !(id & 1)) {
+        /* even ids: nghttp2's PROTOCOL_ERROR */
+        return 0;
+    }
+
+    if (id > h2c->max_headers_id) {
+
+        if (id > h2c->max_headers_id + 2) {
+            if (h2c->nskipped == 4) {
+                /* the oldest range is forgotten: its ids are ignored
+                 * by nghttp2 as before */
+                weir_memmove(h2c->skipped[0], h2c->skipped[1],
+                             3 * sizeof(h2c->skipped[0]));
+                h2c->nskipped = 3;
+            }
+
+            h2c->skipped[h2c->nskipped][0] = h2c->max_headers_id + 2;
+            h2c->skipped[h2c->nskipped][1] = id - 2;
+            h2c->nskipped++;
+        }
+
+        h2c->max_headers_id = id;
+        return 0;
+    }
+
+    for (i = 0; i < h2c->nskipped; i++) {
+        if (id >= h2c->skipped[i][0] && id <= h2c->skipped[i][1]) {
+            weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0,
+                           "client sent HEADERS opening stream %d after "
+                           "stream %d, GOAWAY PROTOCOL_ERROR",
+                           (int) id, (int) h2c->max_headers_id);
+            h2c->failed = 1;
+            (void) nghttp2_session_terminate_session(h2c->session,
+                                                     NGHTTP2_PROTOCOL_ERROR);
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
+    }
+
+    return 0;
 }

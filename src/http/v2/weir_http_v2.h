@@ -79,6 +79,13 @@ struct weir_http_v2_conn_s {
     weir_uint_t                  flood_limit[WEIR_HTTP_V2_FLOOD_N];
     weir_uint_t                  data_sent;     /* DATA frames, this window */
 
+    /* the stream ids the client skipped (the last few ranges): a
+     * HEADERS on one later is a new stream below the last, a
+     * PROTOCOL_ERROR (RFC 9113 5.1.1) that nghttp2 does not see */
+    int32_t                      max_headers_id;
+    int32_t                      skipped[4][2];
+    weir_uint_t                  nskipped;
+
     weir_event_t                 shutdown;  /* the second GOAWAY */
     int32_t                      last_stream_id;
 
