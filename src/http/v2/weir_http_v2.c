@@ -27,6 +27,25 @@
 
 #define WEIR_HTTP_V2_OUT_SIZE     (64 * 1024)
 
+/*
+ * Abuse limits that nghttp2 does not have (docs/dev/http2.md, Limits):
+ * frames of a kind that carry no request progress, per one-second
+ * window. Fixed rather than directives: a client that works never
+ * comes near them (a browser sends a few PRIORITY frames, a
+ * WINDOW_UPDATE or two for each DATA frame it takes, small DATA frames
+ * only at the end of a body), and a flood passes them in milliseconds.
+ */
+#define WEIR_HTTP_V2_FLOOD_FRAMES  1000
+/* DATA frames with less payload than this, not ending the stream */
+#define WEIR_HTTP_V2_TINY_DATA     64
+/* streams refused or reset before their response, a second, at least */
+#define WEIR_HTTP_V2_STREAM_FLOOD  100
+/* nghttp2's own: PING and SETTINGS acknowledgements queued, CONTINUATION
+ * frames in one header block */
+#define WEIR_HTTP_V2_MAX_ACKS      1000
+#define WEIR_HTTP_V2_MAX_CONT      8
+#define WEIR_HTTP_V2_MAX_SETTINGS  32  /* entries in one SETTINGS */
+
 
 static void weir_http_v2_read_handler(weir_event_t *rev);
 static void weir_http_v2_write_handler(weir_event_t *wev);
@@ -44,6 +63,22 @@ static int weir_http_v2_on_invalid_frame(nghttp2_session *session,
     const nghttp2_frame *frame, int lib_error_code, void *user_data);
 static int weir_http_v2_error_callback(nghttp2_session *session,
     int lib_error_code, const char *msg, size_t len, void *user_data);
+static int weir_http_v2_on_frame_send(nghttp2_session *session,
+    const nghttp2_frame *frame, void *user_data);
+static int weir_http_v2_on_begin_frame(nghttp2_session *session,
+    const nghttp2_frame_hd *hd, void *user_data);
+static void weir_http_v2_recv_error(weir_http_v2_conn_t *h2c, ssize_t rv);
+static void weir_http_v2_patch_settings(weir_http_v2_conn_t *h2c,
+    unsigned char *p, size_t len);
+
+
+static const char  *weir_http_v2_flood_names[WEIR_HTTP_V2_FLOOD_N] = {
+    "refused streams (http2_max_concurrent_streams)",
+    "streams reset by the client before their response",
+    "WINDOW_UPDATE frames beyond the DATA frames sent",
+    "PRIORITY frames",
+    "empty or tiny DATA frames"
+};
 
 
 /* the worker's receive buffer (http2_recv_buffer_size), shared by every
@@ -80,6 +115,7 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
 {
     int                          rv;
     ssize_t                      n;
+    weir_uint_t                  i, refused;
     weir_event_t                *rev;
     nghttp2_option              *opt;
     nghttp2_settings_entry       iv[4];
@@ -112,6 +148,19 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
     h2c->header_timeout = cscf->client_header_timeout;
     h2c->keepalive_requests = clcf->keepalive_requests;
     weir_queue_init(&h2c->streams);
+
+    for (i = 0; i < WEIR_HTTP_V2_FLOOD_N; i++) {
+        h2c->flood_limit[i] = WEIR_HTTP_V2_FLOOD_FRAMES;
+    }
+
+    refused = weir_max(h2scf->max_concurrent_streams,
+                       WEIR_HTTP_V2_STREAM_FLOOD);
+    h2c->flood_limit[WEIR_HTTP_V2_FLOOD_REFUSED] = refused;
+    /* in one burst the reset streams stay counted until their requests
+     * end, so it is the refused streams limit that trips; paced, this */
+    h2c->flood_limit[WEIR_HTTP_V2_FLOOD_RESET] = 2 * refused;
+    h2c->flood_start = weir_current_msec;
+    h2c->max_headers_id = -1;
 
     h2c->shutdown.data = h2c;
     h2c->shutdown.handler = weir_http_v2_shutdown_handler;
@@ -148,6 +197,10 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
         weir_http_v2_on_invalid_frame);
     nghttp2_session_callbacks_set_error_callback2(cb,
         weir_http_v2_error_callback);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb,
+        weir_http_v2_on_frame_send);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cb,
+        weir_http_v2_on_begin_frame);
 
     if (nghttp2_option_new(&opt) != 0) {
         nghttp2_session_callbacks_del(cb);
@@ -159,10 +212,13 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
     nghttp2_option_set_no_auto_window_update(opt, 1);
     /* floods of PING and SETTINGS (their ACKs queue up), rapid reset,
      * CONTINUATION; the HPACK table the client may make us keep */
-    nghttp2_option_set_max_outbound_ack(opt, 1000);
-    nghttp2_option_set_max_settings(opt, 32);
-    nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
-    nghttp2_option_set_max_continuations(opt, 8);
+    nghttp2_option_set_max_outbound_ack(opt, WEIR_HTTP_V2_MAX_ACKS);
+    nghttp2_option_set_max_settings(opt, WEIR_HTTP_V2_MAX_SETTINGS);
+    /* weir's own count of streams reset before their response trips
+     * first (GOAWAY ENHANCE_YOUR_CALM): this is the backstop */
+    nghttp2_option_set_stream_reset_rate_limit(opt,
+        weir_max(1000, 4 * (uint64_t) refused), 33);
+    nghttp2_option_set_max_continuations(opt, WEIR_HTTP_V2_MAX_CONT);
     nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
 
     rv = nghttp2_session_server_new2(&h2c->session, cb, h2c, opt);
@@ -179,8 +235,15 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
         return;
     }
 
+    /* nghttp2 ends the connection (PROTOCOL_ERROR) for a stream above
+     * the limit it sent once the client acknowledged it: it is told a
+     * higher one, weir refuses the streams above
+     * http2_max_concurrent_streams itself (REFUSED_STREAM, RFC 9113
+     * 5.1.2, weir_http_v2_refuse_stream) and the client is told the real
+     * limit (weir_http_v2_patch_settings) */
     iv[0].settings_id = NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS;
-    iv[0].value = (uint32_t) h2scf->max_concurrent_streams;
+    iv[0].value = (uint32_t) weir_min(h2scf->max_concurrent_streams
+                                      + refused + 1, 0x7fffffff);
     iv[1].settings_id = NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE;
     iv[1].value = (uint32_t) h2scf->stream_window;
     iv[2].settings_id = NGHTTP2_SETTINGS_ENABLE_PUSH;
@@ -215,9 +278,7 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
         n = nghttp2_session_mem_recv(h2c->session, data, len);
 
         if (n < 0) {
-            weir_log_error(WEIR_LOG_INFO, c->log, 0,
-                           "client sent invalid HTTP/2 data: %s",
-                           nghttp2_strerror((int) n));
+            weir_http_v2_recv_error(h2c, n);
             h2c->close_pending = 1;
         }
     }
@@ -391,10 +452,7 @@ weir_http_v2_read_handler(weir_event_t *rev)
                                       (size_t) n);
 
         if (rv < 0) {
-            /* nghttp2 queued the GOAWAY it wants to send */
-            weir_log_error(WEIR_LOG_INFO, c->log, 0,
-                           "client sent invalid HTTP/2 data: %s",
-                           nghttp2_strerror((int) rv));
+            weir_http_v2_recv_error(h2c, rv);
             h2c->close_pending = 1;
             (void) weir_http_v2_flush(h2c);
             break;
@@ -499,6 +557,7 @@ weir_http_v2_flush(weir_http_v2_conn_t *h2c)
     size_t                      room, total;
     ssize_t                     n, len;
     weir_uint_t                 full;
+    unsigned char              *start;
     struct iovec                iov[2];
     weir_event_t               *wev;
     weir_connection_t          *c;
@@ -555,7 +614,13 @@ weir_http_v2_flush(weir_http_v2_conn_t *h2c)
                 break;
             }
 
+            start = h2c->out_last;
             h2c->out_last = weir_cpymem(h2c->out_last, data, (size_t) len);
+
+            if (!h2c->settings_sent) {
+                /* the first frame, into an empty buffer: it fits */
+                weir_http_v2_patch_settings(h2c, start, (size_t) len);
+            }
 
             if (h2c->out_last == h2c->out + h2c->out_size) {
                 full = 1;
@@ -706,6 +771,13 @@ weir_http_v2_check_close(weir_http_v2_conn_t *h2c)
         return;
     }
 
+    if (h2c->failed && !nghttp2_session_want_read(h2c->session)) {
+        /* the error GOAWAY is out (nghttp2 may send it by itself, in the
+         * middle of mem_recv): the streams left are aborted */
+        weir_http_v2_finalize(h2c);
+        return;
+    }
+
     if (nghttp2_session_want_read(h2c->session)
         && !(h2c->goaway_final && h2c->nstreams == 0))
     {
@@ -831,11 +903,40 @@ static int
 weir_http_v2_on_frame_recv(nghttp2_session *session,
     const nghttp2_frame *frame, void *user_data)
 {
-    weir_http_v2_conn_t  *h2c = user_data;
+    weir_http_v2_conn_t    *h2c = user_data;
+    weir_http_v2_stream_t  *st;
 
     (void) session;
 
     switch (frame->hd.type) {
+
+    case NGHTTP2_WINDOW_UPDATE:
+        return weir_http_v2_flood(h2c, WEIR_HTTP_V2_FLOOD_WINDOW);
+
+    case NGHTTP2_PRIORITY:
+        return weir_http_v2_flood(h2c, WEIR_HTTP_V2_FLOOD_PRIORITY);
+
+    case NGHTTP2_RST_STREAM:
+        st = nghttp2_session_get_stream_user_data(session,
+                                                  frame->hd.stream_id);
+        if (st && !st->done && !st->response_submitted) {
+            /* rapid reset (CVE-2023-44487): the work is done for
+             * nothing */
+            return weir_http_v2_flood(h2c, WEIR_HTTP_V2_FLOOD_RESET);
+        }
+
+        return 0;
+
+    case NGHTTP2_DATA:
+        if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+            && frame->hd.length - frame->data.padlen
+               < WEIR_HTTP_V2_TINY_DATA
+            && weir_http_v2_flood(h2c, WEIR_HTTP_V2_FLOOD_DATA) != 0)
+        {
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
+
+        return weir_http_v2_on_frame_recv_stream(h2c, frame);
 
     case NGHTTP2_PING:
         if ((frame->hd.flags & NGHTTP2_FLAG_ACK) && h2c->closing
@@ -892,6 +993,302 @@ weir_http_v2_error_callback(nghttp2_session *session, int lib_error_code,
     weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0, "HTTP/2: %s",
                    weir_quote_for_log(quoted, sizeof(quoted),
                                       (unsigned char *) msg, len));
+
+    return 0;
+}
+
+
+static int
+weir_http_v2_on_frame_send(nghttp2_session *session,
+    const nghttp2_frame *frame, void *user_data)
+{
+    weir_http_v2_conn_t  *h2c = user_data;
+
+    (void) session;
+
+    if (frame->hd.type == NGHTTP2_DATA) {
+        /* each allows the client a WINDOW_UPDATE for the stream and one
+         * for the connection */
+        h2c->data_sent++;
+        return 0;
+    }
+
+    if (frame->hd.type == NGHTTP2_GOAWAY
+        && frame->goaway.error_code != NGHTTP2_NO_ERROR && !h2c->failed)
+    {
+        /* nghttp2 ended the session by itself in the middle of mem_recv
+         * (max_settings, a protocol error): its reason, as it gave it */
+        h2c->failed = 1;
+
+        if (frame->goaway.opaque_data_len) {
+            weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0,
+                           "client HTTP/2 error, GOAWAY %s: %.*s",
+                           nghttp2_http2_strerror(frame->goaway.error_code),
+                           (int) frame->goaway.opaque_data_len,
+                           (const char *) frame->goaway.opaque_data);
+
+        } else {
+            weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0,
+                           "client HTTP/2 error, GOAWAY %s",
+                           nghttp2_http2_strerror(frame->goaway.error_code));
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * Counts a frame of a flood kind in the current one-second window.
+ * Past the kind's limit: logged (naming it), GOAWAY ENHANCE_YOUR_CALM
+ * queued, and NGHTTP2_ERR_CALLBACK_FAILURE returned for the callback to
+ * return, so nghttp2_session_mem_recv stops at once.
+ */
+
+int
+weir_http_v2_flood(weir_http_v2_conn_t *h2c, weir_uint_t kind)
+{
+    weir_uint_t  limit;
+
+    if (h2c->failed) {
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+
+    if (weir_current_msec - h2c->flood_start >= 1000) {
+        h2c->flood_start = weir_current_msec;
+        weir_memzero(h2c->flood, sizeof(h2c->flood));
+        h2c->data_sent = 0;
+    }
+
+    limit = h2c->flood_limit[kind];
+
+    if (kind == WEIR_HTTP_V2_FLOOD_WINDOW) {
+        limit += 2 * h2c->data_sent;
+    }
+
+    if (++h2c->flood[kind] <= limit) {
+        return 0;
+    }
+
+    weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0,
+                   "client HTTP/2 flood: more than %lu %s in a second, "
+                   "GOAWAY ENHANCE_YOUR_CALM",
+                   (unsigned long) limit, weir_http_v2_flood_names[kind]);
+
+    h2c->failed = 1;
+
+    (void) nghttp2_session_terminate_session(h2c->session,
+                                             NGHTTP2_ENHANCE_YOUR_CALM);
+
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+
+/*
+ * A new stream beyond http2_max_concurrent_streams (weir's streams, so
+ * a request still finishing after the client reset its stream counts):
+ * RST_STREAM REFUSED_STREAM, which the client may retry (RFC 9113
+ * 5.1.2, 8.7); the header block is still decoded by nghttp2 (the HPACK
+ * state) but its fields find no stream. A client that keeps opening
+ * streams past the limit trips the refused streams flood limit.
+ */
+
+int
+weir_http_v2_refuse_stream(weir_http_v2_conn_t *h2c, int32_t id)
+{
+    int  rv;
+
+    if (h2c->nstreams < h2c->h2scf->max_concurrent_streams) {
+        return 0;
+    }
+
+    rv = weir_http_v2_flood(h2c, WEIR_HTTP_V2_FLOOD_REFUSED);
+    if (rv != 0) {
+        return rv;
+    }
+
+    if (h2c->flood[WEIR_HTTP_V2_FLOOD_REFUSED] == 1) {
+        /* the first of the window: a flood is logged when it trips */
+        weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0,
+                       "client exceeded http2_max_concurrent_streams (%lu):"
+                       " stream %d refused",
+                       (unsigned long) h2c->h2scf->max_concurrent_streams,
+                       (int) id);
+    }
+
+    if (nghttp2_submit_rst_stream(h2c->session, NGHTTP2_FLAG_NONE, id,
+                                  NGHTTP2_REFUSED_STREAM)
+        != 0)
+    {
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+
+    return 1;
+}
+
+
+/*
+ * nghttp2_session_mem_recv failed: the reason is logged and the session
+ * ends with a GOAWAY. nghttp2 has queued one for a protocol error;
+ * for its floods (the PING and SETTINGS acknowledgements a client does
+ * not read, max_outbound_ack; CONTINUATION, max_continuations) it has
+ * not, and one is queued here (terminate_session keeps nghttp2's own).
+ */
+
+static void
+weir_http_v2_recv_error(weir_http_v2_conn_t *h2c, ssize_t rv)
+{
+    uint32_t            err;
+    weir_connection_t  *c;
+
+    c = h2c->connection;
+    err = NGHTTP2_PROTOCOL_ERROR;
+
+    switch (rv) {
+
+    case NGHTTP2_ERR_CALLBACK_FAILURE:
+        if (h2c->failed) {
+            /* logged by weir_http_v2_flood() */
+            return;
+        }
+
+        weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                       "HTTP/2 session failed while processing frames");
+        err = NGHTTP2_INTERNAL_ERROR;
+        break;
+
+    case NGHTTP2_ERR_FLOODED:
+        weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                       "client HTTP/2 flood: more than %d PING or "
+                       "SETTINGS acknowledgements waiting "
+                       "(max_outbound_ack), GOAWAY ENHANCE_YOUR_CALM",
+                       WEIR_HTTP_V2_MAX_ACKS);
+        err = NGHTTP2_ENHANCE_YOUR_CALM;
+        break;
+
+    case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
+        weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                       "client HTTP/2 flood: more than %d CONTINUATION "
+                       "frames in a header block (max_continuations), "
+                       "GOAWAY ENHANCE_YOUR_CALM", WEIR_HTTP_V2_MAX_CONT);
+        err = NGHTTP2_ENHANCE_YOUR_CALM;
+        break;
+
+    default:
+        weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                       "client sent invalid HTTP/2 data: %s",
+                       nghttp2_strerror((int) rv));
+        break;
+    }
+
+    h2c->failed = 1;
+
+    (void) nghttp2_session_terminate_session(h2c->session, err);
+}
+
+
+/*
+ * The copy of the first SETTINGS frame that goes out gets the real
+ * SETTINGS_MAX_CONCURRENT_STREAMS (see weir_http_v2_init_connection):
+ * nghttp2 knows the higher value it enforces, the client the one weir
+ * does.
+ */
+
+static void
+weir_http_v2_patch_settings(weir_http_v2_conn_t *h2c, unsigned char *p,
+    size_t len)
+{
+    size_t    flen, i;
+    uint32_t  v;
+
+    if (len < 9 || p[3] != NGHTTP2_SETTINGS || (p[4] & NGHTTP2_FLAG_ACK)) {
+        return;
+    }
+
+    h2c->settings_sent = 1;
+
+    flen = ((size_t) p[0] << 16) | ((size_t) p[1] << 8) | p[2];
+
+    if (flen + 9 > len) {
+        flen = len - 9;
+    }
+
+    for (i = 9; i + 6 <= 9 + flen; i += 6) {
+        if (p[i] == 0 && p[i + 1] == NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+        {
+            v = (uint32_t) h2c->h2scf->max_concurrent_streams;
+            p[i + 2] = (unsigned char) (v >> 24);
+            p[i + 3] = (unsigned char) (v >> 16);
+            p[i + 4] = (unsigned char) (v >> 8);
+            p[i + 5] = (unsigned char) v;
+            return;
+        }
+    }
+
+    weir_log_error(WEIR_LOG_ALERT, h2c->connection->log, 0,
+                   "HTTP/2 SETTINGS without MAX_CONCURRENT_STREAMS");
+}
+
+
+/*
+ * Every frame header, before nghttp2 looks at the frame: the ids of
+ * HEADERS frames. nghttp2 ignores a HEADERS on an id below the last
+ * one unless it knows the stream closed (it cannot tell a new stream
+ * from trailers sent after a RST_STREAM); weir remembers the ranges of
+ * ids the client skipped, which no frame may open any more (RFC 9113
+ * 5.1.1: PROTOCOL_ERROR). Ids of streams that were opened are never
+ * refused here.
+ */
+
+static int
+weir_http_v2_on_begin_frame(nghttp2_session *session,
+    const nghttp2_frame_hd *hd, void *user_data)
+{
+    int32_t               id;
+    weir_uint_t           i;
+    weir_http_v2_conn_t  *h2c = user_data;
+
+    (void) session;
+
+    id = hd->stream_id;
+
+    if (hd->type != NGHTTP2_HEADERS || id <= 0 || !(id & 1)) {
+        /* even ids: nghttp2's PROTOCOL_ERROR */
+        return 0;
+    }
+
+    if (id > h2c->max_headers_id) {
+
+        if (id > h2c->max_headers_id + 2) {
+            if (h2c->nskipped == 4) {
+                /* the oldest range is forgotten: its ids are ignored
+                 * by nghttp2 as before */
+                weir_memmove(h2c->skipped[0], h2c->skipped[1],
+                             3 * sizeof(h2c->skipped[0]));
+                h2c->nskipped = 3;
+            }
+
+            h2c->skipped[h2c->nskipped][0] = h2c->max_headers_id + 2;
+            h2c->skipped[h2c->nskipped][1] = id - 2;
+            h2c->nskipped++;
+        }
+
+        h2c->max_headers_id = id;
+        return 0;
+    }
+
+    for (i = 0; i < h2c->nskipped; i++) {
+        if (id >= h2c->skipped[i][0] && id <= h2c->skipped[i][1]) {
+            weir_log_error(WEIR_LOG_INFO, h2c->connection->log, 0,
+                           "client sent HEADERS opening stream %d after "
+                           "stream %d, GOAWAY PROTOCOL_ERROR",
+                           (int) id, (int) h2c->max_headers_id);
+            h2c->failed = 1;
+            (void) nghttp2_session_terminate_session(h2c->session,
+                                                     NGHTTP2_PROTOCOL_ERROR);
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
+    }
 
     return 0;
 }

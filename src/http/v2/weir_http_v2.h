@@ -31,6 +31,18 @@ typedef struct {
 } weir_http_v2_srv_conf_t;
 
 
+/* abuse counters: frames of a kind that carry no request progress,
+ * counted per one-second window (weir_http_v2_flood()) */
+#define WEIR_HTTP_V2_FLOOD_REFUSED    0   /* refused (REFUSED_STREAM) */
+#define WEIR_HTTP_V2_FLOOD_RESET      1   /* reset by the client before the
+                                             response */
+#define WEIR_HTTP_V2_FLOOD_WINDOW     2   /* WINDOW_UPDATE beyond the DATA
+                                             sent */
+#define WEIR_HTTP_V2_FLOOD_PRIORITY   3
+#define WEIR_HTTP_V2_FLOOD_DATA       4   /* empty or tiny DATA, not last */
+#define WEIR_HTTP_V2_FLOOD_N          5
+
+
 typedef struct weir_http_v2_conn_s    weir_http_v2_conn_t;
 typedef struct weir_http_v2_stream_s  weir_http_v2_stream_t;
 
@@ -61,6 +73,19 @@ struct weir_http_v2_conn_s {
     weir_msec_t                  idle_timeout;
     weir_msec_t                  header_timeout;
 
+    /* abuse counters of the current one-second window */
+    weir_msec_t                  flood_start;
+    weir_uint_t                  flood[WEIR_HTTP_V2_FLOOD_N];
+    weir_uint_t                  flood_limit[WEIR_HTTP_V2_FLOOD_N];
+    weir_uint_t                  data_sent;     /* DATA frames, this window */
+
+    /* the stream ids the client skipped (the last few ranges): a
+     * HEADERS on one later is a new stream below the last, a
+     * PROTOCOL_ERROR (RFC 9113 5.1.1) that nghttp2 does not see */
+    int32_t                      max_headers_id;
+    int32_t                      skipped[4][2];
+    weir_uint_t                  nskipped;
+
     weir_event_t                 shutdown;  /* the second GOAWAY */
     int32_t                      last_stream_id;
 
@@ -73,6 +98,9 @@ struct weir_http_v2_conn_s {
     unsigned                     in_handler:1;  /* guard: close later */
     unsigned                     close_pending:1;
     unsigned                     destroyed:1;
+    unsigned                     settings_sent:1;   /* the first SETTINGS */
+    unsigned                     failed:1;      /* ends on an error GOAWAY,
+                                                   logged */
 };
 
 
@@ -146,6 +174,12 @@ weir_uint_t weir_http_v2_enabled(weir_connection_t *c);
 void weir_http_v2_post_write(weir_http_v2_conn_t *h2c);
 /* the session may be done (no stream, closing): close it */
 void weir_http_v2_check_close(weir_http_v2_conn_t *h2c);
+/* counts a frame of a flood kind: 0, or NGHTTP2_ERR_CALLBACK_FAILURE
+ * (logged, GOAWAY ENHANCE_YOUR_CALM queued) for the callback to return */
+int weir_http_v2_flood(weir_http_v2_conn_t *h2c, weir_uint_t kind);
+/* on_begin_headers: 1 if the stream is refused (RST_STREAM
+ * REFUSED_STREAM queued), 0 if it may open, or a callback error */
+int weir_http_v2_refuse_stream(weir_http_v2_conn_t *h2c, int32_t id);
 
 /* weir_http_v2_stream.c: nghttp2 callbacks for streams */
 int weir_http_v2_on_begin_headers(nghttp2_session *session,

@@ -18,8 +18,17 @@ static char *weir_http_v2_merge_srv_conf(weir_conf_t *cf, void *parent,
     void *child);
 static char *weir_http_v2_check_window(weir_conf_t *cf, void *post,
     void *data);
+static char *weir_http_v2_check_recv_buffer(weir_conf_t *cf, void *post,
+    void *data);
 static weir_int_t weir_http_v2_variable(weir_http_request_t *r,
     weir_http_variable_value_t *v, uintptr_t data);
+
+
+/* the preface must fit, twice (the HTTP/1 module hands over what it
+ * read while telling an h2c preface from HTTP/1.1) */
+static weir_conf_post_t  weir_http_v2_recv_buffer_post = {
+    weir_http_v2_check_recv_buffer
+};
 
 
 /* a window is a 31-bit number of bytes (RFC 9113 6.9.1) */
@@ -70,7 +79,7 @@ static weir_command_t  weir_http_v2_commands[] = {
       weir_conf_set_size_slot,
       WEIR_HTTP_MAIN_CONF_OFFSET,
       offsetof(weir_http_v2_main_conf_t, recv_buffer_size),
-      NULL },
+      &weir_http_v2_recv_buffer_post },
 
     weir_null_command
 };
@@ -164,10 +173,6 @@ weir_http_v2_init_main_conf(weir_conf_t *cf, void *conf)
 
     weir_conf_init_size_value(h2mcf->recv_buffer_size, 256 * 1024);
 
-    if (h2mcf->recv_buffer_size < 2 * WEIR_HTTP_V2_PREFACE_LEN) {
-        return "value is too small";
-    }
-
     return WEIR_CONF_OK;
 }
 
@@ -235,6 +240,22 @@ weir_http_v2_check_window(weir_conf_t *cf, void *post, void *data)
 
     if (*sp < 65535 || *sp > 0x7fffffff) {
         return "must be between 65535 and 2147483647 bytes";
+    }
+
+    return WEIR_CONF_OK;
+}
+
+
+static char *
+weir_http_v2_check_recv_buffer(weir_conf_t *cf, void *post, void *data)
+{
+    size_t  *sp = data;
+
+    (void) cf;
+    (void) post;
+
+    if (*sp < 2 * WEIR_HTTP_V2_PREFACE_LEN) {
+        return "value is too small (at least 48 bytes)";
     }
 
     return WEIR_CONF_OK;

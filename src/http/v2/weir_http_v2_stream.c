@@ -135,6 +135,7 @@ int
 weir_http_v2_on_begin_headers(nghttp2_session *session,
     const nghttp2_frame *frame, void *user_data)
 {
+    int                         rv;
     weir_connection_t          *c, *fc;
     weir_http_request_t        *r;
     weir_http_v2_conn_t        *h2c = user_data;
@@ -145,6 +146,11 @@ weir_http_v2_on_begin_headers(nghttp2_session *session,
         || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
     {
         return 0;
+    }
+
+    rv = weir_http_v2_refuse_stream(h2c, frame->hd.stream_id);
+    if (rv != 0) {
+        return rv < 0 ? rv : 0;
     }
 
     c = h2c->connection;
@@ -344,16 +350,31 @@ weir_http_v2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
 
     if (namelen + valuelen > cscf->large_client_header_buffers.size) {
         weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
-                       "client sent too long header field: \"%*s...\"",
+                       "client sent too long header field "
+                       "(large_client_header_buffers): \"%.*s...\"",
                        (int) (namelen > 32 ? 32 : namelen),
                        (const char *) name);
         st->bad_status = WEIR_HTTP_REQUEST_HEADER_TOO_LARGE;
         return 0;
     }
 
+    /* as SETTINGS_MAX_HEADER_LIST_SIZE counts (RFC 9113 6.5.2) */
+    st->header_bytes += namelen + valuelen + 32;
+
+    if (st->header_bytes > cscf->large_client_header_buffers.size
+                           * cscf->large_client_header_buffers.num)
+    {
+        weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
+                       "client sent too large header list (more than "
+                       "large_client_header_buffers)");
+        st->bad_status = WEIR_HTTP_REQUEST_HEADER_TOO_LARGE;
+        return 0;
+    }
+
     if (++st->nheaders > cscf->max_headers) {
         weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
-                       "client sent too many header lines");
+                       "client sent too many header lines "
+                       "(client_max_headers)");
         st->bad_status = WEIR_HTTP_REQUEST_HEADER_TOO_LARGE;
         return 0;
     }
