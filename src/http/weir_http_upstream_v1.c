@@ -230,7 +230,9 @@ weir_http_upstream_v1_create_request(weir_http_upstream_t *u)
             continue;
         }
 
-        if (!weir_http_valid_header_name(&h[i].key)) {
+        if (h[i].token == WEIR_HTTP_HDR_UNKNOWN
+            && !weir_http_valid_header_name(&h[i].key))
+        {
             weir_log_error(WEIR_LOG_ERR, log, 0,
                            "invalid header name \"%s\" in the request "
                            "to upstream",

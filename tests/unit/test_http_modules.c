@@ -413,3 +413,52 @@ WEIR_UNIT_TEST(http_not_modified)
         weir_test_mod_done(&t);
     }
 }
+
+
+/* weir_http_valid_header_value: CR, LF and NUL anywhere, whatever the
+ * length and the position (the word-at-a-time scan and its tail) */
+
+WEIR_UNIT_TEST(http_valid_header_value)
+{
+    size_t          len, at;
+    weir_str_t      v;
+    unsigned char   buf[40];
+    unsigned char   bad[] = { '\r', '\n', '\0' };
+    unsigned char   good[] = { '\t', ' ', 0x0b, 0x0c, 0x0e, 0x1f, 0x7f,
+                               0x80, 0xff, 'a' };
+    weir_uint_t     k;
+
+    for (len = 0; len <= sizeof(buf); len++) {
+        weir_memset(buf, 'x', sizeof(buf));
+        v.data = buf;
+        v.len = len;
+        WEIR_CHECK_INT(weir_http_valid_header_value(&v), 1);
+
+        for (at = 0; at < len; at++) {
+            for (k = 0; k < sizeof(bad); k++) {
+                weir_memset(buf, 'x', sizeof(buf));
+                buf[at] = bad[k];
+                WEIR_CHECK_INT(weir_http_valid_header_value(&v), 0);
+
+                /* a tab before it: the byte loop takes over early */
+                if (at > 0) {
+                    buf[0] = '\t';
+                    WEIR_CHECK_INT(weir_http_valid_header_value(&v), 0);
+                }
+            }
+
+            for (k = 0; k < sizeof(good); k++) {
+                weir_memset(buf, 'x', sizeof(buf));
+                buf[at] = good[k];
+                WEIR_CHECK_INT(weir_http_valid_header_value(&v), 1);
+            }
+        }
+
+        /* a bad byte just past the length is not looked at */
+        if (len < sizeof(buf)) {
+            weir_memset(buf, 'x', sizeof(buf));
+            buf[len] = '\n';
+            WEIR_CHECK_INT(weir_http_valid_header_value(&v), 1);
+        }
+    }
+}
