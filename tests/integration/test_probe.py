@@ -1003,3 +1003,43 @@ def test_h2_origin_against_h2load(h2_origin):
         if url.startswith("https"):
             assert "Application protocol: h2" in out, out
     assert o.stats()["requests"] - before == 2000 + 1
+
+
+def test_hold_sends_a_get():
+    """The request hold sends on each connection is a well-formed GET
+    (a strict server, weir or nginx, answers anything else 400 and the
+    connection is not held)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    port = srv.getsockname()[1]
+    got = []
+
+    def serve():
+        c, _ = srv.accept()
+        with c:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                more = c.recv(4096)
+                if not more:
+                    break
+                data += more
+            got.append(data)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            c.settimeout(DEADLINE)
+            try:
+                c.recv(1)
+            except OSError:
+                pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    h = Hold("-c", 1, "-u", "http://127.0.0.1:%d/tiny" % port)
+    try:
+        h.wait_line(b"weir-probe hold: 1 idle\n")
+    finally:
+        rc, out, err = h.stop()
+        srv.close()
+        t.join(DEADLINE)
+    assert rc == 0, err
+    assert got and got[0].startswith(b"GET /tiny HTTP/1.1\r\n"), got

@@ -2314,6 +2314,7 @@ probe_hold_main(int argc, char **argv)
     cf = &probe_conf;
     cf->connections = 1;
     cf->timeout = 30;
+    cf->method = "GET";
     hold = 0;
     probe_hold = 1;
     probe_buf_size = PROBE_HOLD_BUF;
