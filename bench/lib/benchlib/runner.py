@@ -380,6 +380,11 @@ class Runner:
             if idle < hold_n:
                 self.note(suite, '%s: only %d of %d idle connections open'
                           % (product.name, idle, hold_n))
+                if self.s.smoke and idle == 0:
+                    # the suite measured nothing it is for: the holder
+                    # or the product is broken
+                    self.fail(suite, '%s: no idle connection held'
+                              % product.name)
             for c in self.steps(suite):
                 self.measure(suite, arm, run, c, r, turn, origin_port,
                              hold=idle)
