@@ -19,6 +19,8 @@
  * other events of this pass, everything nghttp2_session_mem_send has is
  * copied into one output buffer and written with one c->writev: the
  * frames of many streams go out together, never one syscall per frame.
+ * A stream with much queued is written at once (weir_http_v2_write_now)
+ * so that the buffers it came from are free again.
  * While the socket is full the rest waits in the buffer and nghttp2 is
  * not asked for more (back-pressure: its data providers are not called,
  * so the streams' queues stay full and their requests wait).
@@ -26,6 +28,9 @@
 
 
 #define WEIR_HTTP_V2_OUT_SIZE     (64 * 1024)
+/* written by one flush while the socket takes it all, as HTTP/1 does
+ * (WEIR_HTTP_V1_SEND_BUDGET); the rest after the other connections */
+#define WEIR_HTTP_V2_SEND_BUDGET  (2 * WEIR_HTTP_V2_OUT_SIZE)
 
 /*
  * Abuse limits that nghttp2 does not have (docs/dev/http2.md, Limits):
@@ -500,6 +505,38 @@ weir_http_v2_post_write(weir_http_v2_conn_t *h2c)
 }
 
 
+/*
+ * Writes now what a stream queued (send_body, once the stream holds
+ * enough that the buffers of whoever produces it, the upstream's, would
+ * otherwise stay busy until the end of the pass and the upstream spill
+ * to a temporary file): the data providers copy out of them at once.
+ * Not inside nghttp2's callbacks (mem_recv runs with in_handler set) nor
+ * while the socket is full: then the write is posted as usual. An error
+ * or a close is left to the write handler.
+ */
+
+void
+weir_http_v2_write_now(weir_http_v2_conn_t *h2c)
+{
+    weir_int_t  rc;
+
+    if (h2c->in_handler || h2c->blocked || h2c->destroyed
+        || h2c->close_pending || h2c->session == NULL)
+    {
+        weir_http_v2_post_write(h2c);
+        return;
+    }
+
+    h2c->in_handler = 1;
+    rc = weir_http_v2_flush(h2c);
+    h2c->in_handler = 0;
+
+    if (rc == WEIR_ERROR || h2c->close_pending) {
+        weir_http_v2_post_write(h2c);
+    }
+}
+
+
 static void
 weir_http_v2_write_handler(weir_event_t *wev)
 {
@@ -544,17 +581,18 @@ weir_http_v2_write(weir_http_v2_conn_t *h2c)
 
 /*
  * Writes what waits, then collects what nghttp2 has into the output
- * buffer and writes it, one c->writev per call. WEIR_OK (all written:
- * if nghttp2 still has more, the write is posted for the next pass),
- * WEIR_AGAIN (the socket is full: the write event is armed) or
- * WEIR_ERROR.
+ * buffer and writes it with one c->writev, and again while the socket
+ * takes everything, up to WEIR_HTTP_V2_SEND_BUDGET. WEIR_OK (all
+ * written: if nghttp2 still has more, the write is posted for the next
+ * pass), WEIR_AGAIN (the socket is full: the write event is armed) or
+ * WEIR_ERROR. The output buffer stays while streams are open.
  */
 
 static weir_int_t
 weir_http_v2_flush(weir_http_v2_conn_t *h2c)
 {
     int                         cnt;
-    size_t                      room, total;
+    size_t                      room, total, sent;
     ssize_t                     n, len;
     weir_uint_t                 full;
     unsigned char              *start;
@@ -570,6 +608,10 @@ weir_http_v2_flush(weir_http_v2_conn_t *h2c)
     if (h2c->session == NULL || c->error) {
         return WEIR_ERROR;
     }
+
+    sent = 0;
+
+again:
 
     full = 0;
 
@@ -648,7 +690,7 @@ weir_http_v2_flush(weir_http_v2_conn_t *h2c)
 
     if (cnt == 0) {
         /* an idle connection keeps no output buffer */
-        if (h2c->out) {
+        if (h2c->out && h2c->nstreams == 0) {
             weir_free(h2c->out);
             h2c->out = NULL;
             h2c->out_pos = NULL;
@@ -727,14 +769,21 @@ weir_http_v2_flush(weir_http_v2_conn_t *h2c)
     h2c->out_pos = h2c->out;
     h2c->out_last = h2c->out;
 
+    sent += (size_t) n;
+
     if (full || nghttp2_session_want_write(h2c->session)) {
+
+        if (sent < WEIR_HTTP_V2_SEND_BUDGET) {
+            goto again;
+        }
+
         /* more after the other connections had their turn */
         if (!wev->posted) {
             h2c->write_posted = 1;
             weir_post_event(wev, &weir_posted_next_events);
         }
 
-    } else if (h2c->out) {
+    } else if (h2c->out && h2c->nstreams == 0) {
         weir_free(h2c->out);
         h2c->out = NULL;
         h2c->out_pos = NULL;

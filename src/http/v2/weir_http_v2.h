@@ -172,6 +172,7 @@ void weir_http_v2_init_connection(weir_connection_t *c,
 weir_uint_t weir_http_v2_enabled(weir_connection_t *c);
 /* asks for the write path to run once this event-loop pass is done */
 void weir_http_v2_post_write(weir_http_v2_conn_t *h2c);
+void weir_http_v2_write_now(weir_http_v2_conn_t *h2c);
 /* the session may be done (no stream, closing): close it */
 void weir_http_v2_check_close(weir_http_v2_conn_t *h2c);
 /* counts a frame of a flood kind: 0, or NGHTTP2_ERR_CALLBACK_FAILURE

@@ -68,6 +68,16 @@ static weir_int_t weir_http_v2_test_closed(weir_http_request_t *r,
 
 
 /*
+ * A stream with this much queued is written at once (send_body) rather
+ * than at the end of the pass: its producer's buffers (an upstream's
+ * proxy_buffers) are copied out and free again before it reads more.
+ * Less than that (a small response, the end of a body) waits for the
+ * end of the pass, so that the frames of many streams share a writev.
+ */
+#define WEIR_HTTP_V2_WRITE_NOW  (16 * 1024)
+
+
+/*
  * read_unbuffered: none yet, read_body buffers every body (it clears
  * r->request_body_no_buffering); location_config: nothing of the
  * transport depends on a location; tunnel: none until Extended CONNECT.
@@ -1443,6 +1453,7 @@ weir_http_v2_send_header(weir_http_request_t *r)
 static weir_int_t
 weir_http_v2_send_body(weir_http_request_t *r, weir_chain_t *in)
 {
+    off_t                   queued;
     weir_buf_t             *b;
     weir_chain_t           *cl, *ln, **ll;
     weir_connection_t      *fc;
@@ -1455,7 +1466,11 @@ weir_http_v2_send_body(weir_http_request_t *r, weir_chain_t *in)
         return WEIR_ERROR;
     }
 
-    for (ll = &st->out; *ll; ll = &(*ll)->next) { /* void */ }
+    queued = 0;
+
+    for (ll = &st->out; *ll; ll = &(*ll)->next) {
+        queued += weir_buf_size((*ll)->buf);
+    }
 
     for (cl = in; cl; cl = cl->next) {
         b = cl->buf;
@@ -1486,6 +1501,7 @@ weir_http_v2_send_body(weir_http_request_t *r, weir_chain_t *in)
         ln->next = NULL;
         *ll = ln;
         ll = &ln->next;
+        queued += weir_buf_size(b);
 
         if (b->last_buf) {
             st->last_queued = 1;
@@ -1505,9 +1521,25 @@ weir_http_v2_send_body(weir_http_request_t *r, weir_chain_t *in)
         (void) nghttp2_session_resume_data(st->h2c->session, st->id);
     }
 
-    weir_http_v2_post_write(st->h2c);
+    if (queued < WEIR_HTTP_V2_WRITE_NOW || !st->response_submitted) {
+        /* written at the end of the pass, with the other streams' */
+        weir_http_v2_post_write(st->h2c);
+        return WEIR_AGAIN;
+    }
 
-    return WEIR_AGAIN;
+    weir_http_v2_write_now(st->h2c);
+
+    if (st->out || fc->error) {
+        return fc->error ? WEIR_ERROR : WEIR_AGAIN;
+    }
+
+    /* all taken: the writer goes on now, not from a posted event */
+
+    if (st->wev.posted) {
+        weir_delete_posted_event(&st->wev);
+    }
+
+    return WEIR_OK;
 }
 
 
