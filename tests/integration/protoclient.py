@@ -76,6 +76,9 @@ def _h2(port, method, path, headers, body, tls):
             fields.append((k.encode("ascii"), v))
     if isinstance(body, str):
         body = body.encode("latin-1")
+    # as http.client and curl do
+    if body and not any(k == b"content-length" for k, _ in fields):
+        fields.append((b"content-length", b"%d" % len(body)))
     c = H2Client(port, tls=tls, authority=authority)
     try:
         if tls and c.alpn != "h2":
