@@ -85,7 +85,9 @@ def _h2(port, method, path, headers, body, tls):
             raise AssertionError("ALPN chose %r, not h2" % c.alpn)
         sid = c.request(method, path, headers=fields, body=body)
         r = c.response(sid)
-        if r.reset is not None:
+        # a complete response may be followed by RST_STREAM NO_ERROR
+        # (RFC 9113 8.1): the server wants no more of the request body
+        if not r.ended:
             raise AssertionError("stream %d reset with %s"
                                  % (sid, r.reset))
         hdrs = {}
