@@ -795,9 +795,6 @@ def test_reframing(weir, origin):
 
 @pytest.mark.parametrize("buffering", ["on", "off"])
 def test_large_bodies_both_ways(weir, origin, buffering, proto):
-    if proto == "h2" and buffering == "off":
-        pytest.xfail("unfinished (issue 14): an unbuffered response larger "
-                     "than the stream's window stalls on HTTP/2")
     port = start(weir, origin, http="    client_max_body_size 8m;\n",
                  location=("            proxy_buffering %s;\n"
                            "            proxy_request_buffering %s;\n"
