@@ -444,7 +444,7 @@ def test_access_log_formats_and_escaping(weir, proto):
     """, http_extra="""
     log_format j escape=json '{"uri":"$uri","ua":"$http_user_agent",'
                              '"missing":"$http_x_none","status":$status}';
-    log_format d '$status "$http_user_agent" $http_x_none';
+    log_format d '$status "$http_user_agent" $http_x_none $http2';
     """)
     make_site(html)
     start(weir, port)
@@ -471,7 +471,8 @@ def test_access_log_formats_and_escaping(weir, proto):
     assert rec["ua"].startswith('a"b\\c')
 
     dline = have("d.log").splitlines()
-    assert dline == [b'200 "a\\x22b\\x5Cc\\xE9" -']
+    http2 = {"h1": b"", "h2": b"h2c"}[proto]     # empty, not "-"
+    assert dline == [b'200 "a\\x22b\\x5Cc\\xE9" - ' + http2]
 
 
 def test_access_log_buffer_flush_timer_and_exit(weir):
