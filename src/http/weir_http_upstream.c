@@ -2940,6 +2940,10 @@ weir_http_upstream_pass(weir_http_upstream_t *u)
     r = u->request;
 
     if (u->out_bufs == NULL && !r->out && !r->connection->buffered) {
+        /* a protocol that sends on its own (HTTP/2: nghttp2's data
+         * provider) may have consumed the busy buffers since the last
+         * pass, and cleared c->buffered: they are free now */
+        weir_http_upstream_update_busy(u);
         return WEIR_OK;
     }
 

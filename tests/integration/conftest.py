@@ -176,3 +176,19 @@ def ssl_preamble():
         return tlspki.ssl_preamble()
     except AssertionError as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+# ---- the protocol of the protocol-neutral tests (protoclient.py)
+
+@pytest.fixture(params=["h1", "h2"])
+def proto(request):
+    """Runs the test over HTTP/1.1 ("h1") and over HTTP/2 ("h2"): for
+    its duration protoclient.PROTO names the protocol, which the test
+    file's helpers use to enable HTTP/2 and to send requests."""
+    import protoclient
+
+    protoclient.PROTO = request.param
+    try:
+        yield request.param
+    finally:
+        protoclient.PROTO = "h1"

@@ -1,7 +1,8 @@
 """The first HTTP modules: return, static (conditional requests and byte
 ranges), index, access_log/log_format, add_header, allow/deny and
 stub_status. Each test writes its configuration inline and talks to weir
-with http.client or a raw socket on loopback."""
+with http.client or a raw socket on loopback; the tests that take the
+`proto` fixture run over HTTP/1.1 and HTTP/2 (protoclient.py)."""
 
 import calendar
 import http.client
@@ -14,6 +15,7 @@ import time
 
 import pytest
 
+import protoclient
 from weirtest import DEADLINE, connect, ipv6_available, read_all, wait_for
 
 
@@ -32,9 +34,10 @@ def http_conf(weir, port, server, http_extra="", root=True):
             "    server {\n"
             "        listen 127.0.0.1:%d;\n"
             "%s"
+            "%s"
             "%s\n"
             "    }\n"
-            "}\n" % (http_extra, port,
+            "}\n" % (http_extra, port, protoclient.conf_line(),
                      ("        root %s;\n" % html) if root else "", server))
     weir.conf(body)
     return html
@@ -56,17 +59,10 @@ def start(weir, port):
 
 
 def request(port, method="GET", path="/", headers=None, body=None):
-    """One request on a fresh connection: (status, headers dict with
-    lowercased names, body bytes)."""
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=DEADLINE)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        data = r.read()
-        hdrs = {k.lower(): v for k, v in r.getheaders()}
-        return r.status, hdrs, data
-    finally:
-        c.close()
+    """One request on a fresh connection, over the protocol of the test
+    (protoclient.PROTO): (status, headers dict with lowercased names,
+    body bytes)."""
+    return protoclient.request(port, method, path, headers, body)
 
 
 def raw(port, data, limit=65536):
@@ -90,7 +86,7 @@ def file_text(path):
 # ---- return
 
 
-def test_return_text_with_variables(weir):
+def test_return_text_with_variables(weir, proto):
     port = weir.port()
     http_conf(weir, port, """
         location /t { return 200 "uri=$uri args=$args"; }
@@ -119,7 +115,7 @@ def test_return_text_with_variables(weir):
     assert hdrs["content-length"] == str(len("uri=/t args="))
 
 
-def test_return_redirects(weir):
+def test_return_redirects(weir, proto):
     port = weir.port()
     http_conf(weir, port, """
         location /perm { return 301 http://example.com/new$uri; }
@@ -141,7 +137,7 @@ def test_return_redirects(weir):
     assert hdrs["location"].endswith("/other")
 
 
-def test_return_in_server_runs_before_locations(weir):
+def test_return_in_server_runs_before_locations(weir, proto):
     port = weir.port()
     http_conf(weir, port, """
         return 200 "server";
@@ -183,7 +179,7 @@ def make_site(html):
         f.write(b"\x00\x01")
 
 
-def test_static_get_head_and_types(weir):
+def test_static_get_head_and_types(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, "location / { }")
     make_site(html)
@@ -211,7 +207,7 @@ def test_static_get_head_and_types(weir):
     assert request(port, path="/dir/b.txt")[2] == b"b"
 
 
-def test_static_errors(weir):
+def test_static_errors(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, "location / { }")
     make_site(html)
@@ -237,7 +233,7 @@ def test_static_errors(weir):
     assert request(port, path="/secret.txt")[0] == 403
 
 
-def test_conditional_requests(weir):
+def test_conditional_requests(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, "location / { }")
     make_site(html)
@@ -278,7 +274,7 @@ def test_conditional_requests(weir):
                    headers={"If-Unmodified-Since": lm})[0] == 200
 
 
-def test_byte_ranges(weir):
+def test_byte_ranges(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, "location / { }")
     make_site(html)
@@ -341,7 +337,7 @@ def test_byte_ranges(weir):
         assert (status, body) == (200, b"0123456789")
 
 
-def test_multipart_ranges(weir):
+def test_multipart_ranges(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, "location / { }")
     make_site(html)
@@ -365,7 +361,7 @@ def test_multipart_ranges(weir):
     assert body == expected
 
 
-def test_ranges_off_and_head(weir):
+def test_ranges_off_and_head(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, "location / { max_ranges 0; }")
     make_site(html)
@@ -379,7 +375,7 @@ def test_ranges_off_and_head(weir):
 # ---- index
 
 
-def test_index(weir):
+def test_index(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, """
         location / { }
@@ -411,12 +407,12 @@ def test_index(weir):
 # ---- access log
 
 
-COMBINED = re.compile(
+COMBINED = (
     r'^127\.0\.0\.1 - (\S+) \[\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}\] '
-    r'"GET /a\.html\?q=1 HTTP/1\.1" 200 13 "http://ref/" "ua/1\.0"$')
+    r'"GET /a\.html\?q=1 %s" 200 13 "http://ref/" "ua/1\.0"$')
 
 
-def test_access_log_default_combined(weir):
+def test_access_log_default_combined(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, "location / { }")
     make_site(html)
@@ -432,12 +428,13 @@ def test_access_log_default_combined(weir):
         return text if text.endswith("\n") else None
 
     text = wait_for(line, what="the access log line")
-    m = COMBINED.match(text.splitlines()[-1])
+    version = {"h1": r"HTTP/1\.1", "h2": r"HTTP/2\.0"}[proto]
+    m = re.match(COMBINED % version, text.splitlines()[-1])
     assert m, text
     assert m.group(1) == "user"
 
 
-def test_access_log_formats_and_escaping(weir):
+def test_access_log_formats_and_escaping(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, """
         access_log logs/j.log j;
@@ -447,7 +444,7 @@ def test_access_log_formats_and_escaping(weir):
     """, http_extra="""
     log_format j escape=json '{"uri":"$uri","ua":"$http_user_agent",'
                              '"missing":"$http_x_none","status":$status}';
-    log_format d '$status "$http_user_agent" $http_x_none';
+    log_format d '$status "$http_user_agent" $http_x_none $http2';
     """)
     make_site(html)
     start(weir, port)
@@ -474,7 +471,8 @@ def test_access_log_formats_and_escaping(weir):
     assert rec["ua"].startswith('a"b\\c')
 
     dline = have("d.log").splitlines()
-    assert dline == [b'200 "a\\x22b\\x5Cc\\xE9" -']
+    http2 = {"h1": b"", "h2": b"h2c"}[proto]     # empty, not "-"
+    assert dline == [b'200 "a\\x22b\\x5Cc\\xE9" - ' + http2]
 
 
 def test_access_log_buffer_flush_timer_and_exit(weir):
@@ -543,7 +541,7 @@ def test_access_log_errors(weir):
 # ---- add_header
 
 
-def test_add_header(weir):
+def test_add_header(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, """
         add_header X-Server s;
@@ -575,7 +573,7 @@ def test_add_header(weir):
 # ---- allow / deny
 
 
-def test_allow_deny(weir):
+def test_allow_deny(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, """
         location /open/ { }
@@ -664,7 +662,7 @@ STATUS = re.compile(r"^Active connections: (\d+) \n"
                     r"Reading: (\d+) Writing: (\d+) Waiting: (\d+) \n$")
 
 
-def test_stub_status(weir):
+def test_stub_status(weir, proto):
     port = weir.port()
     http_conf(weir, port, "location = /status { stub_status; }")
     start(weir, port)
@@ -771,7 +769,52 @@ def test_big_file_ranges_keepalive(weir, sendfile):
         s.close()
 
 
-def test_alias_and_static(weir):
+@pytest.mark.parametrize("sendfile", ["on", "off"])
+def test_big_file_ranges_h2(weir, sendfile):
+    """The HTTP/2 counterpart of test_big_file_ranges_keepalive: the same
+    requests as streams of one connection, opened all at once."""
+    from h2client import H2Client
+
+    port = weir.port()
+    html = http_conf(weir, port, "http2 on;\nsendfile %s;\nlocation / { }"
+                     % sendfile)
+    data = bytes(range(256)) * (8 * 4096)          # 8 MiB
+    with open(os.path.join(html, "big.bin"), "wb") as f:
+        f.write(data)
+    start(weir, port)
+
+    c = H2Client(port)
+    try:
+        reqs = [
+            ("GET", []),
+            ("GET", [("range", "bytes=1000000-2999999")]),
+            ("HEAD", [("range", "bytes=0-9")]),
+            ("GET", [("range", "bytes=0-0,4000000-4000009,-5")]),
+            ("GET", [("range", "bytes=%d-" % len(data))]),
+            ("GET", [("if-none-match", "*")]),
+        ]
+        sids = [c.request(m, "/big.bin", headers=h) for m, h in reqs]
+        r = [c.response(sid) for sid in sids]
+        assert [x.reset for x in r] == [None] * len(r)
+
+        assert r[0].status == 200 and r[0].body == data
+        assert r[1].status == 206 and r[1].body == data[1000000:3000000]
+        assert r[1].header("content-range") == \
+            "bytes 1000000-2999999/%d" % len(data)
+        assert r[2].status == 206 and r[2].body == b""
+        assert r[2].header("content-range") == "bytes 0-9/%d" % len(data)
+        assert r[3].status == 206
+        assert r[3].header("content-type").startswith("multipart/byteranges")
+        assert data[0:1] in r[3].body and data[4000000:4000010] in r[3].body
+        assert r[3].body.endswith(b"--\r\n")
+        assert int(r[3].header("content-length")) == len(r[3].body)
+        assert r[4].status == 416
+        assert r[5].status == 304 and r[5].body == b""
+    finally:
+        c.close()
+
+
+def test_alias_and_static(weir, proto):
     port = weir.port()
     html = http_conf(weir, port, "location /files/ { alias %s/dir/; }"
                      % weir.path("html"))

@@ -6,11 +6,11 @@ internal locations), the internal redirection cycle limit (500), the
 client_max_body_size check made when the location is chosen (413), and
 the answers of the core content step (403 for a directory, 404)."""
 
-import http.client
 import os
 import re
 import socket
 
+import protoclient
 from weirtest import connect, run_weir, wait_for
 
 PHASES = ["post_read", "server_rewrite", "find_config", "rewrite",
@@ -113,8 +113,9 @@ def start_http(weir, server_body, http_extra=""):
     html = weir.path("html")
     os.makedirs(html, exist_ok=True)
     weir.conf("http {\n%s\n    server {\n        listen 127.0.0.1:%d;\n"
-              "        root %s;\n%s\n    }\n}\n"
-              % (http_extra, port, html, server_body))
+              "%s        root %s;\n%s\n    }\n}\n"
+              % (http_extra, port, protoclient.conf_line(), html,
+                 server_body))
     weir.start(check_ports=False)
 
     def up():
@@ -129,14 +130,8 @@ def start_http(weir, server_body, http_extra=""):
 
 
 def get(port, path, method="GET", headers=None, body=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        resp = conn.getresponse()
-        data = resp.read()
-        return resp.status, dict(resp.getheaders()), data
-    finally:
-        conn.close()
+    """One request over the protocol of the test (protoclient.PROTO)."""
+    return protoclient.request(port, method, path, headers, body)
 
 
 LOCATIONS = r"""
@@ -175,20 +170,20 @@ SELECTION = [
 ]
 
 
-def test_location_selection(weir):
+def test_location_selection(weir, proto):
     port = start_http(weir, LOCATIONS)
     for path, name in SELECTION:
         status, _, body = get(port, path)
         assert (status, body.decode()) == (200, name), path
 
 
-def test_internal_location_is_not_found_from_outside(weir):
+def test_internal_location_is_not_found_from_outside(weir, proto):
     port = start_http(weir, LOCATIONS)
     status, _, _ = get(port, "/int/x")
     assert status == 404
 
 
-def test_named_location_and_internal_redirect(weir):
+def test_named_location_and_internal_redirect(weir, proto):
     port = start_http(weir, r"""
         location /n { try_files /nofile @named; }
         location @named { return 200 "named"; }
@@ -201,7 +196,7 @@ def test_named_location_and_internal_redirect(weir):
     assert (status, body) == (200, b"internal /int/target")
 
 
-def test_internal_redirection_cycle_is_500(weir):
+def test_internal_redirection_cycle_is_500(weir, proto):
     port = start_http(weir, r"""
         location /loop { try_files /nofile /loop; }
     """)
@@ -212,7 +207,7 @@ def test_internal_redirection_cycle_is_500(weir):
              what="the cycle error in the log")
 
 
-def test_named_location_missing_is_500(weir):
+def test_named_location_missing_is_500(weir, proto):
     port = start_http(weir, r"""
         location /n { try_files /nofile @nowhere; }
     """)
@@ -222,7 +217,7 @@ def test_named_location_missing_is_500(weir):
              in weir.log(), what="the error in the log")
 
 
-def test_too_large_content_length_is_413(weir):
+def test_too_large_content_length_is_413(weir, proto):
     port = start_http(weir, r"""
         client_max_body_size 10;
         location / { return 200 "ok"; }
@@ -262,7 +257,7 @@ def test_too_large_body_with_expect_gets_no_continue(weir):
     assert data.startswith(b"HTTP/1.1 413"), data
 
 
-def test_content_fallback_statuses(weir):
+def test_content_fallback_statuses(weir, proto):
     port = start_http(weir, r"""
         location / { }
     """)
@@ -277,7 +272,7 @@ def test_content_fallback_statuses(weir):
     assert status == 404
 
 
-def test_access_phase_denies_before_content(weir):
+def test_access_phase_denies_before_content(weir, proto):
     port = start_http(weir, r"""
         location /open/ { }
         location /closed/ { deny all; }

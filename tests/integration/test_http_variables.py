@@ -9,6 +9,7 @@ import re
 import socket
 import time
 
+import protoclient
 from weirtest import DEADLINE, connect, read_all, wait_for
 
 
@@ -37,12 +38,14 @@ def conf(weir, port, extra="", http_extra="", server_name="www.test"):
             "%s\n"
             "    server {\n"
             "        listen 127.0.0.1:%d;\n"
+            "%s"
             "        server_name %s other.test;\n"
             "        root %s;\n"
             "%s"
             "%s\n"
             "    }\n"
-            "}\n" % (http_extra, port, server_name, html, locs, extra))
+            "}\n" % (http_extra, port, protoclient.conf_line(), server_name,
+                     html, locs, extra))
     weir.conf(body)
     return html
 
@@ -62,14 +65,10 @@ def start(weir, port):
 
 
 def get(port, path, headers=None, method="GET", body=None):
-    """(status, body text) of one request on a fresh connection."""
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=DEADLINE)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        return r.status, r.read().decode("latin-1")
-    finally:
-        c.close()
+    """(status, body text) of one request on a fresh connection, over
+    the protocol of the test (protoclient.PROTO)."""
+    status, _, data = protoclient.request(port, method, path, headers, body)
+    return status, data.decode("latin-1")
 
 
 def raw(port, data, limit=65536):
@@ -98,11 +97,13 @@ def var(port, name, path_args="", headers=None, **kw):
 # ---- every variable, one location each
 
 
-def test_request_variables(make_weir):
+def test_request_variables(make_weir, proto):
     weir = make_weir()
     port = weir.port()
-    html = conf(weir, port)
+    html = conf(weir, port,
+                extra='        location = /v/http2 { return 200 "$http2"; }\n')
     start(weir, port)
+    version = {"h1": "HTTP/1.1", "h2": "HTTP/2.0"}[proto]
 
     assert var(port, "host", headers={"Host": "WWW.Example.COM:8080"}) \
         == "www.example.com"
@@ -119,10 +120,11 @@ def test_request_variables(make_weir):
     assert var(port, "server_addr") == "127.0.0.1"
     assert var(port, "server_port") == str(port)
     assert var(port, "server_name") == "www.test"
-    assert var(port, "server_protocol") == "HTTP/1.1"
+    assert var(port, "server_protocol") == version
+    assert var(port, "http2") == {"h1": "", "h2": "h2c"}[proto]
     assert var(port, "scheme") == "http"
     assert var(port, "https") == ""
-    assert var(port, "request", "?k=v") == "GET /v/request?k=v HTTP/1.1"
+    assert var(port, "request", "?k=v") == "GET /v/request?k=v " + version
     assert var(port, "request_method", method="DELETE") == "DELETE"
     assert re.fullmatch(r"\d+\.\d{3}", var(port, "request_time"))
     assert re.fullmatch(r"\d+", var(port, "connection"))
@@ -148,7 +150,7 @@ def test_request_variables(make_weir):
                headers={"Content-Type": "text/x-test"}) == "text/x-test"
 
 
-def test_request_id(make_weir):
+def test_request_id(make_weir, proto):
     weir = make_weir()
     port = weir.port()
     conf(weir, port)
@@ -206,7 +208,7 @@ def test_raw_connection_variables(make_weir):
     assert bodies == [b"1", b"2"], data
 
 
-def test_prefix_variables(make_weir):
+def test_prefix_variables(make_weir, proto):
     weir = make_weir()
     port = weir.port()
     conf(weir, port, extra=(
@@ -233,7 +235,7 @@ def test_prefix_variables(make_weir):
         == "[xyz][1][]"
 
 
-def test_script_syntax(make_weir):
+def test_script_syntax(make_weir, proto):
     weir = make_weir()
     port = weir.port()
     conf(weir, port, extra=(
@@ -251,7 +253,7 @@ def test_script_syntax(make_weir):
     assert get(port, "/cap/user/42")[1] == "user:42:42:/cap/user/42"
 
 
-def test_server_name_captures(make_weir):
+def test_server_name_captures(make_weir, proto):
     weir = make_weir()
     port = weir.port()
     conf(weir, port, server_name="~^(?<sub>\\w+)\\.example\\.test$",
@@ -261,7 +263,7 @@ def test_server_name_captures(make_weir):
     assert get(port, "/sub", {"Host": "api.example.test"})[1] == "api|api"
 
 
-def test_log_variables(make_weir):
+def test_log_variables(make_weir, proto):
     """Values known only at the end: status, sizes, response headers."""
     weir = make_weir()
     port = weir.port()
@@ -277,15 +279,9 @@ def test_log_variables(make_weir):
                '        }\n'))
     start(weir, port)
 
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=DEADLINE)
-    try:
-        c.request("GET", "/t?e=1")
-        r = c.getresponse()
-        assert r.status == 201
-        assert r.read() == b"hello"
-        ctype = r.getheader("Content-Type") or "-"
-    finally:
-        c.close()
+    status, hdrs, body = protoclient.request(port, path="/t?e=1")
+    assert (status, body) == (201, b"hello")
+    ctype = hdrs.get("content-type", "-")
 
     def logged():
         try:

@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+import protoclient
 from weirtest import DEADLINE, connect, free_port, wait_for
 from origin import body_of
 
@@ -54,10 +55,10 @@ def start(weir, pass_to=None, location="", server="", http="",
               "    server {\n"
               "        listen 127.0.0.1:%d;\n"
               "        server_name client.example;\n"
-              "%s%s"
+              "%s%s%s"
               "    }\n"
-              "}\n" % (TIMEOUTS, LOG_FORMAT, http, upstream, port, loc,
-                       server))
+              "}\n" % (TIMEOUTS, LOG_FORMAT, http, upstream, port,
+                       protoclient.conf_line(), loc, server))
     weir.start(check_ports=False)
 
     def up():
@@ -269,9 +270,43 @@ class Client:
 
 
 def get(port, target="/", **kw):
-    """One request on a new connection."""
+    """One request on a new connection, over the protocol of the test
+    (protoclient.PROTO)."""
+    if protoclient.PROTO == "h2":
+        return get_h2(port, target, **kw)
     with Client(port) as c:
         return c.request(target=target, **kw)
+
+
+def get_h2(port, target="/", method="GET", headers=None, body=None,
+           host="client.example", chunked=False):
+    """get() over HTTP/2 (h2c): host is the :authority, a body goes
+    with a content-length unless chunked (then without one, as the
+    HTTP/2 form of a body of unknown length)."""
+    from h2client import H2Client
+
+    fields = [(k.lower(), v) for k, v in headers or []]
+    if isinstance(body, str):
+        body = body.encode()
+    if body and not chunked:
+        fields.append(("content-length", str(len(body))))
+    c = H2Client(port, authority=host)
+    try:
+        sid = c.request(method, target, headers=fields, body=body)
+        got = c.response(sid)
+    finally:
+        c.close()
+    assert got.ended, "stream %d reset with %s" % (sid, got.reset)
+    resp = Response()
+    resp.version = "HTTP/2"
+    resp.status = got.status
+    resp.headers = [(k, v) for k, v in got.headers if not k.startswith(":")]
+    resp.body = got.body
+    resp.trailers = list(got.trailers)
+    resp.interim = [(int(dict(h)[":status"]),
+                     [(k, v) for k, v in h if not k.startswith(":")])
+                    for h in got.interim]
+    return resp
 
 
 def seen_by(origin, n=1):
@@ -301,7 +336,7 @@ def test_origin_records_and_stops(make_origin):
 
 # ---- the request the origin receives
 
-def test_request_line_and_default_host(weir, origin):
+def test_request_line_and_default_host(weir, origin, proto):
     port = start(weir, origin)
     r = get(port, "/path/x?a=1&b=%20")
     assert r.status == 200
@@ -317,7 +352,7 @@ def test_request_line_and_default_host(weir, origin):
     assert req.raw_head.endswith(b"\r\n\r\n")
 
 
-def test_proxy_set_header_host(weir, origin):
+def test_proxy_set_header_host(weir, origin, proto):
     port = start(weir, origin, server=(
         "        location /h { proxy_pass http://%s;\n"
         "            proxy_set_header Host $host; }\n"
@@ -380,7 +415,7 @@ def test_chunked_request_body_reframed(weir, origin):
     assert req.body == body
 
 
-def test_client_headers_passed_in_order(weir, origin):
+def test_client_headers_passed_in_order(weir, origin, proto):
     port = start(weir, origin)
     sent = [("X-A", "1"), ("User-Agent", "test-agent/1.0"), ("X-B", "2"),
             ("Cookie", "c=1"), ("X-A", "3"), ("Accept", "*/*"),
@@ -389,10 +424,16 @@ def test_client_headers_passed_in_order(weir, origin):
     req = seen_by(origin)[0]
     got = [(k.lower(), v) for k, v in req.headers
            if k.lower() not in ("host", "connection", "content-length")]
-    assert got == [(k.lower(), v) for k, v in sent]
+    want = [(k.lower(), v) for k, v in sent]
+    if proto == "h2":
+        # the crumbs of an HTTP/2 cookie are joined into one Cookie,
+        # after the other fields (docs/http/http2.md), as nginx does
+        want = ([kv for kv in want if kv[0] != "cookie"]
+                + [kv for kv in want if kv[0] == "cookie"])
+    assert got == want
 
 
-def test_proxy_set_header_add_override_remove(weir, origin):
+def test_proxy_set_header_add_override_remove(weir, origin, proto):
     port = start(weir, origin, location=(
         "            proxy_set_header X-Added added;\n"
         "            proxy_set_header X-Override new;\n"
@@ -409,7 +450,7 @@ def test_proxy_set_header_add_override_remove(weir, origin):
     assert req.header_all("x-kept") == ["k"]
 
 
-def test_proxy_set_header_inherited_only_without_own(weir, origin):
+def test_proxy_set_header_inherited_only_without_own(weir, origin, proto):
     port = start(weir, http="    proxy_set_header X-Level http;\n",
                  server=(
                      "        location /inherit { proxy_pass http://%s; }\n"
@@ -427,7 +468,7 @@ def test_proxy_set_header_inherited_only_without_own(weir, origin):
     assert second.header_all("host") == ["127.0.0.1:%d" % origin.port]
 
 
-def test_pass_request_headers_off(weir, origin):
+def test_pass_request_headers_off(weir, origin, proto):
     port = start(weir, origin, location=(
         "            proxy_pass_request_headers off;\n"
         "            proxy_set_header X-Set set;\n"))
@@ -456,13 +497,13 @@ def test_pass_request_body_off(weir, origin):
     assert "transfer-encoding" not in req.names()
 
 
-def test_proxy_method(weir, origin):
+def test_proxy_method(weir, origin, proto):
     port = start(weir, origin, location="            proxy_method POST;\n")
     assert get(port, "/m").status == 200
     assert seen_by(origin)[0].method == "POST"
 
 
-def test_proxy_http_version_10(weir, origin):
+def test_proxy_http_version_10(weir, origin, proto):
     port = start(weir, origin,
                  location="            proxy_http_version 1.0;\n")
     for _ in range(2):
@@ -474,7 +515,7 @@ def test_proxy_http_version_10(weir, origin):
     assert first.conn_id != second.conn_id
 
 
-def test_x_forwarded_for(weir, origin):
+def test_x_forwarded_for(weir, origin, proto):
     port = start(weir, origin, location=(
         "            proxy_set_header X-Forwarded-For "
         "$proxy_add_x_forwarded_for;\n"
@@ -490,7 +531,7 @@ def test_x_forwarded_for(weir, origin):
     assert first.header_all("x-forwarded-host") == ["client.example"]
 
 
-def test_forwarded(weir, origin):
+def test_forwarded(weir, origin, proto):
     port = start(weir, origin, location=(
         "            proxy_set_header Forwarded $proxy_add_forwarded;\n"))
     assert get(port, "/fwd").status == 200
@@ -502,7 +543,7 @@ def test_forwarded(weir, origin):
     assert second.header_all("forwarded") == ["for=192.0.2.60, " + own]
 
 
-def test_proxy_via(make_origin, weir):
+def test_proxy_via(make_origin, weir, proto):
     def handler(req, w):
         w.respond(200, [("Via", "1.1 origin-proxy")] if req.path == "/ov"
                   else [], b"via\n")
@@ -518,11 +559,13 @@ def test_proxy_via(make_origin, weir):
     r = get(port, "/ov", headers=[("Via", "1.0 client-proxy")])
     assert via(r) == "1.1 origin-proxy, 1.1 weir"
     first, second = seen_by(origin, 2)
-    assert via(first) == "1.1 weir"
-    assert via(second) == "1.0 client-proxy, 1.1 weir"
+    # the version of the message received: the client's
+    mine = {"h1": "1.1 weir", "h2": "2 weir"}[proto]
+    assert via(first) == mine
+    assert via(second) == "1.0 client-proxy, " + mine
 
 
-def test_proxy_via_off_by_default(weir, origin):
+def test_proxy_via_off_by_default(weir, origin, proto):
     port = start(weir, origin)
     r = get(port, "/v")
     assert r.header("via") is None
@@ -531,7 +574,7 @@ def test_proxy_via_off_by_default(weir, origin):
 
 # ---- the response
 
-def test_status_and_headers_relayed(make_origin, weir):
+def test_status_and_headers_relayed(make_origin, weir, proto):
     def handler(req, w):
         w.respond(201, [("Content-Type", "text/x-test"),
                         ("X-One", "1"), ("X-Two", "a"), ("X-Two", "b"),
@@ -562,7 +605,7 @@ def test_status_and_headers_relayed(make_origin, weir):
     assert r.header_all("x-origin") == ["origin"]
 
 
-def test_hide_and_pass_header(make_origin, weir):
+def test_hide_and_pass_header(make_origin, weir, proto):
     def handler(req, w):
         w.respond(200, [("Server", "origin-server/1.0"),
                         ("X-Secret", "s"), ("X-Public", "p")], b"ok\n")
@@ -610,7 +653,7 @@ def relative(location, path):
                     % re.escape(path), location) is not None
 
 
-def test_proxy_redirect_default_off_custom(make_origin, weir):
+def test_proxy_redirect_default_off_custom(make_origin, weir, proto):
     origin = redirect_origin(make_origin)
     port = start(weir, server=(
         "        location /app/ { proxy_pass http://%s/; }\n"
@@ -638,7 +681,7 @@ def test_proxy_redirect_default_off_custom(make_origin, weir):
                     r"/mapped/new/place$", r.header("refresh")), r.headers
 
 
-def test_intercept_errors(weir, origin):
+def test_intercept_errors(weir, origin, proto):
     port = start(weir, server=(
         "        location /i/ { proxy_pass http://%s/;\n"
         "            proxy_intercept_errors on;\n"
@@ -751,22 +794,28 @@ def test_reframing(weir, origin):
 
 
 @pytest.mark.parametrize("buffering", ["on", "off"])
-def test_large_bodies_both_ways(weir, origin, buffering):
+def test_large_bodies_both_ways(weir, origin, buffering, proto):
     port = start(weir, origin, http="    client_max_body_size 8m;\n",
                  location=("            proxy_buffering %s;\n"
                            "            proxy_request_buffering %s;\n"
                            % (buffering, buffering)))
     with Client(port) as c:
-        r = c.request("GET", "/size/3000000")
+        def req(method, target, **kw):
+            # over HTTP/2 a stream each, chunked=True: no content-length
+            if proto == "h2":
+                return get(port, target, method=method, **kw)
+            return c.request(method, target, **kw)
+
+        r = req("GET", "/size/3000000")
         assert r.status == 200
         assert hashlib.md5(r.body).hexdigest() == \
             hashlib.md5(body_of(3000000)).hexdigest()
         body = os.urandom(2000000)
-        r = c.request("POST", "/echo", body=body)
+        r = req("POST", "/echo", body=body)
         assert r.status == 200
         assert r.header("x-body-length") == str(len(body))
         assert r.body == body
-        r = c.request("POST", "/echo", body=body, chunked=True)
+        r = req("POST", "/echo", body=body, chunked=True)
         assert r.status == 200 and r.body == body
 
 
@@ -847,7 +896,7 @@ def test_slow_client_memory_bounded(make_origin, weir, mode):
     assert rss_kb(worker) - base < 16 << 10
 
 
-def test_upstream_variables_in_access_log(weir, origin):
+def test_upstream_variables_in_access_log(weir, origin, proto):
     port = start(weir, origin)
     assert get(port, "/tiny").status == 200
     line = access_lines(weir, 1)[0]
@@ -855,7 +904,8 @@ def test_upstream_variables_in_access_log(weir, origin):
     assert line[1] == "200"
     assert line[2] == origin.addr
     assert re.match(r"^\d+\.\d{3}$", line[3]), line
-    assert line[4] == "GET /tiny HTTP/1.1"
+    assert line[4] == "GET /tiny " + {"h1": "HTTP/1.1",
+                                      "h2": "HTTP/2.0"}[proto]
 
 
 # ---- keep-alive to the origin
@@ -1082,7 +1132,7 @@ def status_origin(make_origin, name, status):
 
 
 @pytest.mark.parametrize("status", [500, 502])
-def test_next_upstream_on_status(make_origin, weir, status):
+def test_next_upstream_on_status(make_origin, weir, status, proto):
     a = status_origin(make_origin, "a", status)
     b = make_origin(name="b")
     port = start(weir, "u", upstream=upstream("u", a.addr, b.addr),
@@ -1114,7 +1164,7 @@ def test_next_upstream_default_does_not_retry_502(make_origin, weir):
     assert len(b.requests) == 0
 
 
-def test_non_idempotent_not_retried_after_sent(make_origin, weir):
+def test_non_idempotent_not_retried_after_sent(make_origin, weir, proto):
     a = make_origin(name="a")                     # /close-mid-head
     b = make_origin(name="b", handler=lambda req, w: (
         w.read_body(), w.respond(200, [], b"b answered\n")))

@@ -741,6 +741,45 @@ def test_variables(weir, pki):
     assert body == "|||||http|", body
 
 
+def test_variables_h2(weir, pki):
+    """test_variables over HTTP/2: a stream sees the TLS variables of its
+    connection, and $http2 and $server_protocol say which protocol."""
+    from h2client import H2Client
+
+    leaf = pki.leaf("v.test")
+    tls, plain = weir.port(), weir.port()
+    names = VARS + ("http2", "server_protocol")
+    body = "|".join("$" + v for v in names)
+    h2 = "        http2 on;\n"
+    http = (server(tls, "v.test", [leaf], body=body, extra=h2)
+            + server(plain, "v.test", listen="", body=body, extra=h2))
+    start(weir, http, [tls, plain])
+
+    def answer(port, **kw):
+        c = H2Client(port, authority="v.test", **kw)
+        try:
+            r = c.response(c.request("GET", "/"))
+            assert r.status == 200, r.status
+            facts = (c.sock.version(), c.sock.cipher()[0]) \
+                if kw.get("tls") else None
+            return dict(zip(names, r.body.decode().split("|"))), facts
+        finally:
+            c.close()
+
+    # h2client sends the SNI "localhost"
+    got, (version, cipher) = answer(tls, tls=True)
+    assert got == {"ssl_protocol": version, "ssl_cipher": cipher,
+                   "ssl_server_name": "localhost", "ssl_session_reused": ".",
+                   "https": "on", "scheme": "https",
+                   "ssl_alpn_protocol": "h2", "http2": "h2",
+                   "server_protocol": "HTTP/2.0"}, got
+    got, _ = answer(plain)
+    assert got == {"ssl_protocol": "", "ssl_cipher": "",
+                   "ssl_server_name": "", "ssl_session_reused": "",
+                   "https": "", "scheme": "http", "ssl_alpn_protocol": "",
+                   "http2": "h2c", "server_protocol": "HTTP/2.0"}, got
+
+
 # ---------------------------------------------------------------- resumption
 
 def resume_body():

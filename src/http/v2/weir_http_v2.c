@@ -41,6 +41,7 @@
  * only at the end of a body), and a flood passes them in milliseconds.
  */
 #define WEIR_HTTP_V2_FLOOD_FRAMES  1000
+#define WEIR_HTTP_V2_FRAME_HEADER_SIZE  9     /* RFC 9113 4.1 */
 /* DATA frames with less payload than this, not ending the stream */
 #define WEIR_HTTP_V2_TINY_DATA     64
 /* streams refused or reset before their response, a second, at least */
@@ -1051,7 +1052,9 @@ static int
 weir_http_v2_on_frame_send(nghttp2_session *session,
     const nghttp2_frame *frame, void *user_data)
 {
-    weir_http_v2_conn_t  *h2c = user_data;
+    off_t                   size;
+    weir_http_v2_conn_t    *h2c = user_data;
+    weir_http_v2_stream_t  *st;
 
     (void) session;
 
@@ -1059,6 +1062,26 @@ weir_http_v2_on_frame_send(nghttp2_session *session,
         /* each allows the client a WINDOW_UPDATE for the stream and one
          * for the connection */
         h2c->data_sent++;
+        return 0;
+    }
+
+    if (frame->hd.type == NGHTTP2_HEADERS) {
+        /* $bytes_sent counts the head as framed (the DATA payload is
+         * counted as it is copied); trailers are not the head of
+         * $body_bytes_sent */
+        st = nghttp2_session_get_stream_user_data(session,
+                                                  frame->hd.stream_id);
+        if (st && st->request) {
+            size = WEIR_HTTP_V2_FRAME_HEADER_SIZE + frame->hd.length;
+            st->fc->sent += size;
+
+            if (frame->headers.cat != NGHTTP2_HCAT_HEADERS
+                || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+            {
+                st->request->header_out_size += size;
+            }
+        }
+
         return 0;
     }
 
