@@ -141,6 +141,13 @@ struct weir_http_v2_stream_s {
     weir_file_t                 *body_file;
     weir_chain_t                *body_file_cl;
     size_t                       body_mem;  /* in rb->bufs, in memory */
+    /* streamed (request_body_no_buffering): DATA not handed yet, the
+     * blocks the consumer holds, blocks to reuse (all of ub_size) */
+    weir_chain_t                *ub_in;
+    weir_chain_t               **ub_in_last;
+    weir_chain_t                *ub_busy;
+    weir_chain_t                *ub_free;
+    size_t                       ub_size;
     weir_http_header_t          *cookies;   /* crumbs, joined at the end */
     weir_uint_t                  bad_status;
 
@@ -163,6 +170,9 @@ struct weir_http_v2_stream_s {
     unsigned                     done:1;        /* the request was freed */
     unsigned                     started:1;     /* the phases run */
     unsigned                     trailers:1;
+    unsigned                     unbuffered:1;  /* the body is streamed */
+    unsigned                     ub_waiting:1;  /* its consumer waits for
+                                                   DATA */
 };
 
 
