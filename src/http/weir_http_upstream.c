@@ -2940,6 +2940,10 @@ weir_http_upstream_pass(weir_http_upstream_t *u)
     r = u->request;
 
     if (u->out_bufs == NULL && !r->out && !r->connection->buffered) {
+        /* a protocol that writes later (HTTP/2: nghttp2's data
+         * provider) has taken what it was given since the last pass:
+         * the buffers it held are free again */
+        weir_http_upstream_update_busy(u);
         return WEIR_OK;
     }
 

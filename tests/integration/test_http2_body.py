@@ -8,7 +8,7 @@ import zlib
 
 from h2client import H2Client
 from test_http2 import start
-from test_proxy_stream import BLOCK, KiB, MiB, StreamOrigin
+from test_proxy_stream import BLOCK, MiB, StreamOrigin
 from weirtest import wait_for
 
 

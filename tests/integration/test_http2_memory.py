@@ -17,10 +17,11 @@ import time
 import h2.config
 import h2.connection
 import h2.events
+import pytest
 
 from test_http2 import start
 from test_proxy_stream import (BIG, BLOCK, KiB, MiB, RSS_SLACK,
-                               SLOW_PART, ProbeOrigin, RssSampler,
+                               SLOW_PART, RssSampler,
                                StreamOrigin, expected_crc)
 from test_proxy_stream import probe_origin  # noqa: F401 (the fixture)
 from weirtest import DEADLINE, wait_for
@@ -82,12 +83,16 @@ def warm(port):
         s.close()
 
 
-def test_download_10_streams_slow_reader(weir, probe_origin):
+@pytest.mark.parametrize("buffering", ["on", "off"])
+def test_download_10_streams_slow_reader(weir, probe_origin, buffering):
+    """proxy_buffering on: what the client is too slow for goes to the
+    temporary file; off: the origin is read only as the client takes."""
     port, _ = start(weir, "        http2 on;\n"
                     "        location / {\n"
                     "            proxy_pass http://127.0.0.1:%d;\n"
-                    "            proxy_buffering on;\n%s"
-                    "        }\n" % (probe_origin.port, PROXY_BUFFERS))
+                    "            proxy_buffering %s;\n%s"
+                    "        }\n" % (probe_origin.port, buffering,
+                                     PROXY_BUFFERS))
     warm(port)
     sampler = RssSampler(weir.workers())
     each = BIG // STREAMS
@@ -142,8 +147,9 @@ def test_download_10_streams_slow_reader(weir, probe_origin):
     assert got == {sid: each for sid in got}, got
     bound = STREAMS * STREAM_HOLD + SESSION_HOLD + RSS_SLACK
     sampler.check(bound)
-    print("download: %d streams x %d MiB in %.1f s; RSS %s -> %s"
-          % (STREAMS, each // MiB, time.monotonic() - started,
+    print("download (proxy_buffering %s): %d streams x %d MiB in %.1f s; "
+          "RSS %s -> %s"
+          % (buffering, STREAMS, each // MiB, time.monotonic() - started,
              sampler.base, sampler.max))
 
 
