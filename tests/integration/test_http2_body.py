@@ -90,3 +90,76 @@ def test_content_length_body_streamed(weir, make_origin):
         r = c.response(c.request("POST", "/echo", body=b))
         assert r.status == 200 and r.body == b, (r.status, r.body)
     c.close()
+
+
+def test_too_large_streamed_body(weir, make_origin):
+    """client_max_body_size still holds while the body streams: 413 if
+    nothing went out yet, else the stream ends; the connection goes on."""
+    o = make_origin()
+    port = streamed(weir, o.addr,
+                    location="            client_max_body_size 1k;\n")
+    c = H2Client(port)
+    sid = c.request("POST", "/echo", body=b"z" * 5000)
+    r = c.response(sid)
+    assert r.status in (413, None), (r.status, r.reset)
+    assert r.status == 413 or r.reset is not None
+    r = c.response(c.request("POST", "/echo", body=b"ok"))
+    assert r.status == 200 and r.body == b"ok", (r.status, r.body)
+    c.close()
+
+
+def test_client_resets_streamed_upload(weir):
+    o = StreamOrigin()
+    try:
+        port = streamed(weir, "127.0.0.1:%d" % o.port)
+        c = H2Client(port)
+        sid = c.request("POST", "/hold", body=BLOCK[:512 * 1024],
+                        end=False)
+        wait_for(lambda: o.last("/hold") is not None,
+                 what="the origin to get the request")
+        c.conn.reset_stream(sid)
+        c.flush()
+        o.release()
+        r = c.response(c.request("POST", "/count", body=b"abc"))
+        assert r.status == 200, (r.status, r.reset)
+        assert r.body == b"count=3 crc=%d\n" % zlib.crc32(b"abc")
+        c.close()
+    finally:
+        o.stop()
+
+
+def test_expect_continue_streamed(weir, make_origin):
+    o = make_origin()
+    port = streamed(weir, o.addr)
+    c = H2Client(port)
+    sid = c.request("POST", "/echo", headers=[("expect", "100-continue")],
+                    end=False)
+    r = c.responses[sid]
+    c.wait(lambda: r.interim or r.done, "the 100")
+    assert [dict(h).get(":status") for h in r.interim] == ["100"], \
+        (r.interim, r.status)
+    c.send_body(sid, b"after the 100")
+    r = c.response(sid)
+    assert r.status == 200 and r.body == b"after the 100", (r.status,
+                                                             r.body)
+    c.close()
+
+
+def test_streamed_body_timeout(weir):
+    """A client that stops sending is timed out (client_body_timeout),
+    the origin connection given up, the session kept."""
+    o = StreamOrigin()
+    try:
+        port = streamed(weir, "127.0.0.1:%d" % o.port,
+                        location="            client_body_timeout 1s;\n")
+        c = H2Client(port)
+        sid = c.request("POST", "/count", body=b"a" * 1000, end=False)
+        r = c.response(sid)
+        assert r.status == 408 or r.reset is not None, (r.status, r.reset)
+        r = c.response(c.request("POST", "/count", body=b"abc"))
+        assert r.status == 200, (r.status, r.reset)
+        c.close()
+    finally:
+        o.stop()
+    assert "client timed out while reading client request body" \
+        in weir.log()
