@@ -141,6 +141,14 @@ struct weir_http_v2_stream_s {
     weir_file_t                 *body_file;
     weir_chain_t                *body_file_cl;
     size_t                       body_mem;  /* in rb->bufs, in memory */
+    /* streamed (request_body_no_buffering): DATA not handed yet, the
+     * blocks the consumer holds, blocks to reuse (all of ub_size) */
+    weir_chain_t                *ub_in;
+    weir_chain_t               **ub_in_last;
+    weir_chain_t                *ub_tail;  /* ub_in's last, if any */
+    weir_chain_t                *ub_busy;
+    weir_chain_t                *ub_free;
+    size_t                       ub_size;
     weir_http_header_t          *cookies;   /* crumbs, joined at the end */
     weir_uint_t                  bad_status;
 
@@ -163,6 +171,9 @@ struct weir_http_v2_stream_s {
     unsigned                     done:1;        /* the request was freed */
     unsigned                     started:1;     /* the phases run */
     unsigned                     trailers:1;
+    unsigned                     unbuffered:1;  /* the body is streamed */
+    unsigned                     ub_waiting:1;  /* its consumer waits for
+                                                   DATA */
 };
 
 
@@ -196,6 +207,15 @@ int weir_http_v2_on_stream_close(nghttp2_session *session,
     int32_t stream_id, uint32_t error_code, void *user_data);
 /* the session goes: every stream's request is told (c->error) */
 void weir_http_v2_close_streams(weir_http_v2_conn_t *h2c);
+
+/* weir_http_v2_body.c: a streamed request body. ub_start from read_body
+ * (WEIR_OK: all of it went, WEIR_AGAIN or an HTTP status), ub_put from
+ * the DATA callback (WEIR_OK or WEIR_ERROR), read_unbuffered the proto
+ * hook */
+weir_int_t weir_http_v2_ub_start(weir_http_v2_stream_t *st);
+weir_int_t weir_http_v2_ub_put(weir_http_v2_stream_t *st,
+    const unsigned char *data, size_t len);
+weir_int_t weir_http_v2_read_unbuffered(weir_http_request_t *r);
 
 extern weir_module_t       weir_http_v2_module;
 extern weir_http_proto_t   weir_http_v2_proto;

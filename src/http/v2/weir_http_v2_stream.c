@@ -78,16 +78,15 @@ static weir_int_t weir_http_v2_test_closed(weir_http_request_t *r,
 
 
 /*
- * read_unbuffered: none yet, read_body buffers every body (it clears
- * r->request_body_no_buffering); location_config: nothing of the
- * transport depends on a location; tunnel: none until Extended CONNECT.
+ * location_config: nothing of the transport depends on a location;
+ * tunnel: none until Extended CONNECT.
  */
 weir_http_proto_t  weir_http_v2_proto = {
     .name = "HTTP/2",
     .send_header = weir_http_v2_send_header,
     .send_body = weir_http_v2_send_body,
     .read_body = weir_http_v2_read_body,
-    .read_unbuffered = NULL,
+    .read_unbuffered = weir_http_v2_read_unbuffered,
     .discard_body = weir_http_v2_discard_body,
     .body_received = weir_http_v2_body_received,
     .send_continue = weir_http_v2_send_continue,
@@ -1831,6 +1830,20 @@ weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
         return 0;
     }
 
+    if (st->unbuffered) {
+        /* credited only once the consumer has written it */
+        if (weir_http_v2_ub_put(st, data, len) != WEIR_OK) {
+            st->bad_status = WEIR_HTTP_INTERNAL_SERVER_ERROR;
+            (void) nghttp2_session_consume(session, stream_id, len);
+        }
+
+        if (!st->rev.posted) {
+            weir_post_event(&st->rev, &weir_posted_events);
+        }
+
+        return 0;
+    }
+
     if (weir_http_v2_body_put(st, data, len) != WEIR_OK) {
         st->bad_status = WEIR_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -1860,10 +1873,6 @@ weir_http_v2_read_body(weir_http_request_t *r)
     rb = r->request_body;
     clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
 
-    /* streamed bodies need the core's unbuffered hook: buffered for now
-     * (docs/http/http2.md) */
-    r->request_body_no_buffering = 0;
-
     if (st->fc->error || st->closed) {
         return WEIR_HTTP_BAD_REQUEST;
     }
@@ -1887,9 +1896,15 @@ weir_http_v2_read_body(weir_http_request_t *r)
         size = rb->rest ? (size_t) rb->rest : 1;
     }
 
-    st->body_buf = weir_create_temp_buf(r->pool, size);
-    if (st->body_buf == NULL) {
-        return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+    if (r->request_body_no_buffering) {
+        /* streamed: DATA is kept in blocks of this size */
+        st->ub_size = size;
+
+    } else {
+        st->body_buf = weir_create_temp_buf(r->pool, size);
+        if (st->body_buf == NULL) {
+            return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
 
     st->reading = 1;
@@ -1901,6 +1916,10 @@ weir_http_v2_read_body(weir_http_request_t *r)
         if (weir_http_v2_send_continue(r) != WEIR_OK) {
             return WEIR_HTTP_INTERNAL_SERVER_ERROR;
         }
+    }
+
+    if (r->request_body_no_buffering) {
+        return weir_http_v2_ub_start(st);
     }
 
     for (cl = st->pre; cl; cl = cl->next) {
