@@ -669,9 +669,14 @@ class Runner:
                 client.stop((signal.SIGTERM,), grace=2.0)
             self.stop(run)
         self.rows.append(out)
+        errors = out['errors']
+        if out.get('err_refused') and errors != '':
+            # HTTP/2: refused streams (retried by a client) apart
+            errors = '%s (+%s refused)' % (errors - out['err_refused'],
+                                           out['err_refused'])
         self.log('  %-8s %-16s r%d %s requests, %s errors, %s reloads '
                  '(slowest %s s)' % (product.name, arm.name, r,
-                                     out['requests'], out['errors'],
+                                     out['requests'], errors,
                                      out['reloads'], out['reload_max_s']))
 
     def reload_check(self, suite, product, row, what, name):
