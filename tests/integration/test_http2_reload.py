@@ -192,7 +192,7 @@ def client(port, tls, stats, stop, inflight=4, deadline=None):
         try:
             while time.monotonic() < deadline:
                 while (c.goaway is None and not c.broken
-                       and not stop.is_set()
+                       and (todo or not stop.is_set())
                        and len(c.streams) < inflight):
                     if todo:
                         path, want = todo.pop()
@@ -200,7 +200,7 @@ def client(port, tls, stats, stop, inflight=4, deadline=None):
                         path, want = PATHS[k % len(PATHS)]
                         k += 1
                     c.request(path, want)
-                if c.goaway is not None or stop.is_set():
+                if c.goaway is not None or c.broken or stop.is_set():
                     if not c.streams:
                         break
                 try:
