@@ -311,7 +311,7 @@ def test_reload_suite_products():
     s = arms.suite('reload')
     assert s.kind == 'reload' and s.concurrency == (32,)
     assert s.options['workers'] == 2 and s.options['reloads'] == 50
-    assert [g.metric for g in s.goals] == ['reload_errors'] * 2
+    assert [g.metric for g in s.goals] == ['reload_errors'] * 4
     weir, nginx, haproxy, caddy = products.make(
         ['weir', 'nginx', 'haproxy', 'caddy'], '/bin/true')
     assert weir.reload_signal == nginx.reload_signal == signal.SIGHUP
@@ -411,6 +411,32 @@ def test_reload_smoke_fails_on_weir_errors_only():
         ('reload', 'h1tls-tiny nginx r0: no request succeeded')]
     assert failures[False] == [
         ('reload', 'h1tls-tiny nginx r0: no request succeeded')]
+
+
+def test_reload_h2_refused_counted_apart():
+    # weir-probe --h2 counts streams refused (REFUSED_STREAM, above a
+    # GOAWAY's last-stream-id) in its errors: the reload suite takes them
+    # out (a client retries them) and shows them in their own column
+    rows = [reload_row('weir', 0, 1000, arm='h2c-tiny', err_refused=7),
+            reload_row('nginx', 0, 900, arm='h2c-tiny', err_refused=3,
+                       err_read=2)]
+    for r in rows:
+        r['tool'] = 'weir-probe'
+    figs = report.reload_figures(rows)
+    assert figs['weir'][0]['errors'] == 0
+    assert figs['weir'][0]['refused'] == 7
+    assert report.reload_errors(figs, 'nginx') == 2
+    sm = report.Summary([arms.suite('reload')], rows, Settings(repeat=1),
+                        {'title': 't', 'date': 'd', 'command': 'c',
+                         'weir': 'w', 'layout': 'l', 'settings': 's'},
+                        [], [])
+    text = sm.build()
+    assert '| weir | 1000 | 40 | 0 | 0 | 0 | 0 | 0 | 0 | 7 | 50 |' in text
+    assert [g[3] for g in sm.goals] == ['met']
+    row = {'requests': 10, 'errors': 4, 'err_refused': 4, 'status_2xx': 10}
+    assert stats.smoke_problem(stats.without_refused(row)) is None
+    row['errors'] = 5
+    assert stats.smoke_problem(stats.without_refused(row)) is not None
 
 
 # ----- HTTP/2 arms (issue 14)

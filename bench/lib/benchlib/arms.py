@@ -260,8 +260,10 @@ SUITES = (
                  Goal('crosscheck H2 TLS: h2load within +-15% of '
                       'weir-probe', 'h2tls-tiny', 'crosscheck', 'within',
                       0.15, peer='h2load'))),
-    Suite('reload', 'reload', (TINY, TLS_TINY),
-          'issue 13: wrk -t2 -c32 (it does not retry a failed request) '
+    Suite('reload', 'reload', (TINY, TLS_TINY, H2C_TINY, H2TLS_TINY),
+          'issues 13 and 14: wrk -t2 -c32 (it does not retry a failed '
+          'request; HTTP/2 arms: weir-probe --h2 -m 8, refused streams '
+          'counted apart from the errors) '
           'for 25 s (smoke: 2 s) against a fresh proxy with 2 workers '
           '(whatever --workers says) while its master gets its reload '
           'signal (SIGHUP; HAProxy, in master-worker mode: SIGUSR2) 50 '
@@ -274,7 +276,11 @@ SUITES = (
           goals=(Goal('reload H1: weir errors == 0', 'h1-tiny',
                       'reload_errors', '<=', 0),
                  Goal('reload H1 TLS: weir errors == 0', 'h1tls-tiny',
-                      'reload_errors', '<=', 0))),
+                      'reload_errors', '<=', 0),
+                 Goal('reload H2: weir errors (not refused) == 0',
+                      'h2c-tiny', 'reload_errors', '<=', 0),
+                 Goal('reload H2 TLS: weir errors (not refused) == 0',
+                      'h2tls-tiny', 'reload_errors', '<=', 0))),
 )
 
 SUITE_NAMES = tuple(s.name for s in SUITES)

@@ -134,7 +134,7 @@ def cross_counted(rows):
 
 
 RELOAD_KEYS = ('requests', 'rps', 'errors', 'err_connect', 'err_read',
-               'err_write', 'err_timeout', 'non2xx', 'reloads',
+               'err_write', 'err_timeout', 'non2xx', 'refused', 'reloads',
                'reload_max_s')
 
 
@@ -145,7 +145,13 @@ def reload_figures(rows):
     done and the slowest reload's time to take."""
     figs = {}
     for r in rows:
-        f = {k: _num(r.get(k)) for k in RELOAD_KEYS if k != 'non2xx'}
+        f = {k: _num(r.get(k)) for k in RELOAD_KEYS
+             if k not in ('non2xx', 'refused')}
+        # HTTP/2 streams refused (a client retries them): apart, not
+        # among the errors
+        f['refused'] = _num(r.get('err_refused'))
+        if f['refused'] and f['errors'] is not None:
+            f['errors'] -= f['refused']
         if _num(r.get('status_non2xx')) is not None:
             f['non2xx'] = r['status_non2xx']
         else:
@@ -423,19 +429,23 @@ class Summary:
                       fmt(_num(rows[0]['duration_s']), '%.0f'),
                       suite.options.get('workers', 2), self.s.repeat))
             self.w()
+            h2 = arm.client == 'h2'
             self.w('| product | requests | req/s | errors | connect | read '
-                   '| write | timeout | non-2xx | reloads | slowest reload '
-                   's | errors, all repeats |')
-            self.w('|' + ' --- |' * 12)
+                   '| write | timeout | non-2xx |%s reloads | slowest '
+                   'reload s | errors, all repeats |'
+                   % (' refused (retried) |' if h2 else ''))
+            self.w('|' + ' --- |' * (13 if h2 else 12))
             for p in [p for p in ('weir',) + PEERS if p in figs]:
                 m = lambda k, spec='%.0f': fmt(stats.median(
                     f[k] for f in figs[p].values()), spec)
-                self.w('|' + ' %s |' * 12 % (
-                    p, m('requests'), m('rps'), m('errors'),
-                    m('err_connect'), m('err_read'), m('err_write'),
-                    m('err_timeout'), m('non2xx'), m('reloads'),
-                    m('reload_max_s', '%.3f'),
-                    fmt(reload_errors(figs, p))))
+                cells = [p, m('requests'), m('rps'), m('errors'),
+                         m('err_connect'), m('err_read'), m('err_write'),
+                         m('err_timeout'), m('non2xx')]
+                if h2:
+                    cells.append(m('refused'))
+                cells += [m('reloads'), m('reload_max_s', '%.3f'),
+                          fmt(reload_errors(figs, p))]
+                self.w('|' + ' %s |' * len(cells) % tuple(cells))
             self.w()
             for g in suite.goals:
                 if g.arm != arm.name:

@@ -82,6 +82,19 @@ _ERROR_KINDS = (('connect', 'err_connect'), ('timeout', 'err_timeout'),
                 ('other status', 'status_other'))
 
 
+def without_refused(row):
+    """row with its refused HTTP/2 streams (REFUSED_STREAM, or above a
+    GOAWAY's last-stream-id: a client retries them) out of its errors:
+    what a reload must not lose."""
+    refused = row.get('err_refused') or 0
+    if not refused:
+        return row
+    out = dict(row)
+    out['errors'] = (row.get('errors') or 0) - refused
+    out['err_refused'] = 0
+    return out
+
+
 def smoke_problem(row):
     """Why a measured row of a smoke run shows a product not working, or
     None. A smoke run judges no speed, but every step of it is light
