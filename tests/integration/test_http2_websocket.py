@@ -242,3 +242,37 @@ def test_no_101_is_not_a_tunnel(weir, ws_origin):
         assert ws.r.body == b"", ws.r.body
     finally:
         ws.close()
+
+
+def test_websocket_client_reset(weir, ws_origin):
+    """RST_STREAM from the client ends the tunnel and the origin
+    connection at once; the session goes on."""
+    port = ws_weir(weir, ws_origin)
+    ws = H2Ws(port, "/echo")
+    try:
+        ws.send(OP_TEXT, b"before")
+        assert ws.recv_message() == (OP_TEXT, b"before")
+        ws.c.conn.reset_stream(ws.sid)
+        ws.c.flush()
+        wait_for(lambda: ("eof", "/echo") in ws_origin.events,
+                 what="the origin connection to be closed")
+        sid = ws.c.request("GET", "/plain")
+        assert ws.c.response(sid).status == 200
+    finally:
+        ws.close()
+
+
+def test_websocket_small_messages_are_no_flood(weir, ws_origin):
+    """2000 tiny messages at once: each is a DATA frame under 64 bytes,
+    which would be a flood on a request body, not in a tunnel."""
+    port = ws_weir(weir, ws_origin)
+    ws = H2Ws(port, "/echo")
+    try:
+        for i in range(2000):
+            ws.send(OP_TEXT, b"%d" % i)
+        for i in range(2000):
+            assert ws.recv_message() == (OP_TEXT, b"%d" % i)
+        assert ws.c.goaway is None
+    finally:
+        ws.close()
+    assert "flood" not in weir.log()
