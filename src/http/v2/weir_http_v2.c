@@ -124,7 +124,7 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
     weir_uint_t                  i, refused;
     weir_event_t                *rev;
     nghttp2_option              *opt;
-    nghttp2_settings_entry       iv[4];
+    nghttp2_settings_entry       iv[5];
     weir_pool_cleanup_t         *cln;
     weir_http_v2_conn_t         *h2c;
     weir_http_connection_t      *hc;
@@ -259,8 +259,11 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
     iv[3].settings_id = NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE;
     iv[3].value = (uint32_t) (cscf->large_client_header_buffers.size
                               * cscf->large_client_header_buffers.num);
+    /* Extended CONNECT (RFC 8441): WebSocket over a stream */
+    iv[4].settings_id = NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL;
+    iv[4].value = 1;
 
-    if (nghttp2_submit_settings(h2c->session, NGHTTP2_FLAG_NONE, iv, 4) != 0
+    if (nghttp2_submit_settings(h2c->session, NGHTTP2_FLAG_NONE, iv, 5) != 0
         || nghttp2_session_set_local_window_size(h2c->session,
                NGHTTP2_FLAG_NONE, 0, (int32_t) h2scf->connection_window)
            != 0)
@@ -981,6 +984,7 @@ weir_http_v2_on_frame_recv(nghttp2_session *session,
         if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
             && frame->hd.length - frame->data.padlen
                < WEIR_HTTP_V2_TINY_DATA
+            && !weir_http_v2_is_tunnel(h2c, frame->hd.stream_id)
             && weir_http_v2_flood(h2c, WEIR_HTTP_V2_FLOOD_DATA) != 0)
         {
             return NGHTTP2_ERR_CALLBACK_FAILURE;

@@ -128,6 +128,7 @@ struct weir_http_v2_stream_s {
     weir_str_t                   path;
     weir_str_t                   scheme;
     weir_str_t                   authority;
+    weir_str_t                   protocol;  /* Extended CONNECT */
     size_t                       header_bytes;
     weir_uint_t                  nheaders;
 
@@ -158,6 +159,12 @@ struct weir_http_v2_stream_s {
     weir_buf_t                  *file_buf;
     off_t                        out_bytes;
 
+    /* a WebSocket tunnel (Extended CONNECT, RFC 8441): the client's
+     * DATA not yet taken (at most the stream window), and the bytes
+     * for it, queued on out */
+    weir_buf_t                  *tun_in;
+    weir_buf_t                  *tun_out;
+
     unsigned                     headers_done:1;
     unsigned                     in_regular:1;  /* past the pseudo-headers */
     unsigned                     bad:1;         /* refuse at the end */
@@ -174,6 +181,9 @@ struct weir_http_v2_stream_s {
     unsigned                     unbuffered:1;  /* the body is streamed */
     unsigned                     ub_waiting:1;  /* its consumer waits for
                                                    DATA */
+    unsigned                     websocket:1;   /* :protocol websocket */
+    unsigned                     tunnel:1;      /* its tunnel started */
+    unsigned                     drop_body:1;   /* a 502 for its 2xx */
 };
 
 
@@ -217,6 +227,18 @@ weir_int_t weir_http_v2_ub_put(weir_http_v2_stream_t *st,
     const unsigned char *data, size_t len);
 weir_int_t weir_http_v2_read_unbuffered(weir_http_request_t *r);
 
+/* a header of the request with its token; its handler runs later */
+weir_http_header_t *weir_http_v2_push_header(weir_http_request_t *r,
+    weir_str_t *name, weir_str_t *value);
+
+/* weir_http_v2_tunnel.c: Extended CONNECT (RFC 8441) */
+/* a CONNECT with :protocol into a WebSocket Upgrade request: WEIR_OK, or
+ * the status to refuse it with */
+weir_int_t weir_http_v2_websocket(weir_http_v2_stream_t *st);
+/* DATA on the stream is a tunnel's bytes (not counted as a flood) */
+weir_uint_t weir_http_v2_is_tunnel(weir_http_v2_conn_t *h2c, int32_t id);
+
+extern const weir_http_tunnel_io_t  weir_http_v2_tunnel;
 extern weir_module_t       weir_http_v2_module;
 extern weir_http_proto_t   weir_http_v2_proto;
 

@@ -28,8 +28,6 @@ static weir_int_t weir_http_v2_authority_port(weir_http_v2_stream_t *st,
     weir_str_t *a);
 static weir_uint_t weir_http_v2_same_authority(weir_http_v2_stream_t *st,
     weir_str_t *host);
-static weir_http_header_t *weir_http_v2_push_header(weir_http_request_t *r,
-    weir_str_t *name, weir_str_t *value);
 static ssize_t weir_http_v2_fake_recv(weir_connection_t *c,
     unsigned char *buf, size_t size);
 static ssize_t weir_http_v2_fake_send(weir_connection_t *c,
@@ -79,7 +77,8 @@ static weir_int_t weir_http_v2_test_closed(weir_http_request_t *r,
 
 /*
  * location_config: nothing of the transport depends on a location;
- * tunnel: none until Extended CONNECT.
+ * tunnel: the stream of an Extended CONNECT :protocol websocket (start
+ * declines any other).
  */
 weir_http_proto_t  weir_http_v2_proto = {
     .name = "HTTP/2",
@@ -94,7 +93,7 @@ weir_http_proto_t  weir_http_v2_proto = {
     .test_closed = weir_http_v2_test_closed,
     .location_config = NULL,
     .trailers_allowed = weir_http_v2_trailers_allowed,
-    .tunnel = NULL,
+    .tunnel = &weir_http_v2_tunnel,
     .request_done = weir_http_v2_request_done
 };
 
@@ -417,6 +416,10 @@ weir_http_v2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
                    && weir_memcmp(name, ":authority", 10) == 0)
         {
             pseudo = &st->authority;
+
+        } else if (namelen == 9 && weir_memcmp(name, ":protocol", 9) == 0) {
+            /* nghttp2 let it through only with CONNECT (RFC 8441 4) */
+            pseudo = &st->protocol;
         }
 
         if (pseudo) {
@@ -460,7 +463,7 @@ weir_http_v2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
 
 /* a header of the request with its token; its handler runs later */
 
-static weir_http_header_t *
+weir_http_header_t *
 weir_http_v2_push_header(weir_http_request_t *r, weir_str_t *name,
     weir_str_t *value)
 {
@@ -519,6 +522,17 @@ weir_http_v2_on_frame_recv_stream(weir_http_v2_conn_t *h2c,
         }
 
         weir_http_v2_process_request(st);
+        return 0;
+    }
+
+    if (st->end_stream && st->tunnel) {
+        /* the client's half-close: the tunnel's recv returns 0 */
+        st->rev.ready = 1;
+
+        if (!st->rev.posted) {
+            weir_post_event(&st->rev, &weir_posted_events);
+        }
+
         return 0;
     }
 
@@ -684,6 +698,15 @@ weir_http_v2_process_request(weir_http_v2_stream_t *st)
         return;
     }
 
+    if (r->method == WEIR_HTTP_CONNECT && st->protocol.len) {
+        rc = weir_http_v2_websocket(st);
+
+        if (rc != WEIR_OK) {
+            weir_http_finalize_request(r, rc);
+            return;
+        }
+    }
+
     if (weir_http_v2_join_cookies(st) != WEIR_OK) {
         weir_http_close_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
         return;
@@ -765,7 +788,9 @@ weir_http_v2_process_request(weir_http_v2_stream_t *st)
         }
     }
 
-    if (!st->end_stream && r->headers_in.content_length_n < 0) {
+    if (!st->end_stream && r->headers_in.content_length_n < 0
+        && !st->websocket)
+    {
         /* DATA frames of a length not told: the core's "chunked", a
          * body whose end is found in the framing */
         r->headers_in.chunked = 1;
@@ -1238,6 +1263,17 @@ weir_http_v2_headers_nv(weir_http_request_t *r, weir_list_t *list,
                 continue;
             }
 
+            /* the origin's handshake answer, not for an HTTP/2 client
+             * (RFC 8441 5) */
+            if (((weir_http_v2_stream_t *) r->stream)->tunnel
+                && h[i].key.len == sizeof("sec-websocket-accept") - 1
+                && weir_strncasecmp(h[i].key.data,
+                                    (unsigned char *) "sec-websocket-accept",
+                                    h[i].key.len) == 0)
+            {
+                continue;
+            }
+
             if (*n >= max) {
                 return WEIR_ERROR;
             }
@@ -1280,8 +1316,10 @@ weir_http_v2_send_header(weir_http_request_t *r)
 {
     int                         rv;
     size_t                      len;
-    weir_uint_t                 status, n, max, no_body;
+    weir_uint_t                 status, n, max, no_body, i;
     nghttp2_nv                 *nv;
+    weir_list_part_t           *part;
+    weir_http_header_t         *h;
     const char                 *server;
     unsigned char              *p, *buf;
     weir_connection_t          *fc;
@@ -1291,6 +1329,46 @@ weir_http_v2_send_header(weir_http_request_t *r)
 
     st = r->stream;
     fc = st->fc;
+
+    if (st->websocket) {
+        status = r->headers_out.status ? r->headers_out.status
+                                       : WEIR_HTTP_OK;
+
+        if (st->tunnel && status == WEIR_HTTP_SWITCHING_PROTOCOLS) {
+            /* the origin's 101 is the stream's 200 (RFC 8441 5) */
+            r->headers_out.status = WEIR_HTTP_OK;
+            r->header_only = 0;
+
+        } else if (status >= WEIR_HTTP_OK && status < 300) {
+            /* a 2xx opens the tunnel for the client, and none did: a
+             * bare 502 instead, and the body is dropped (a response
+             * with no DATA provider would be lost to the RST_STREAM
+             * that request_done sends at once) */
+            weir_log_error(WEIR_LOG_ERR, fc->log, 0,
+                           "no WebSocket tunnel for an Extended CONNECT: "
+                           "the response was %lu, not 101",
+                           (unsigned long) status);
+            r->headers_out.status = WEIR_HTTP_BAD_GATEWAY;
+            r->headers_out.content_type.len = 0;
+            r->headers_out.charset.len = 0;
+            r->headers_out.content_length_n = -1;
+            r->headers_out.last_modified_time = -1;
+            r->headers_out.last_modified = NULL;
+            r->headers_out.location = NULL;
+            r->headers_out.etag = NULL;
+            st->drop_body = 1;
+
+            for (part = &r->headers_out.headers.part; part;
+                 part = part->next)
+            {
+                h = part->elts;
+
+                for (i = 0; i < part->nelts; i++) {
+                    h[i].hash = 0;
+                }
+            }
+        }
+    }
 
     r->header_sent = 1;
 
@@ -1487,7 +1565,17 @@ weir_http_v2_send_body(weir_http_request_t *r, weir_chain_t *in)
             continue;
         }
 
-        if (weir_buf_special(b) && !b->last_buf) {
+        if ((weir_buf_special(b) || st->drop_body) && !b->last_buf) {
+            if (st->drop_body) {
+                if (weir_buf_in_memory(b)) {
+                    b->pos = b->last;
+                }
+
+                if (b->in_file) {
+                    b->file_pos = b->file_last;
+                }
+            }
+
             continue;
         }
 
@@ -1675,7 +1763,7 @@ weir_http_v2_read_data(nghttp2_session *session, int32_t stream_id,
         }
     }
 
-    if (st->out == NULL) {
+    if (st->out == NULL || (st->tunnel && copied)) {
         weir_http_v2_wake_writer(st);
     }
 
@@ -1789,9 +1877,37 @@ weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
         return 0;
     }
 
+    if (st->tunnel) {
+        /* kept until the tunnel takes it, credited then: the stream
+         * window bounds it */
+        b = st->tun_in;
+
+        if ((size_t) (b->end - b->last) < len && b->pos > b->start) {
+            memmove(b->start, b->pos, b->last - b->pos);
+            b->last = b->start + (b->last - b->pos);
+            b->pos = b->start;
+        }
+
+        if ((size_t) (b->end - b->last) < len) {
+            weir_log_error(WEIR_LOG_ERR, st->fc->log, 0,
+                           "client sent more than the stream window");
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
+
+        b->last = weir_cpymem(b->last, data, len);
+        st->unconsumed += len;
+        st->rev.ready = 1;
+
+        if (!st->rev.posted) {
+            weir_post_event(&st->rev, &weir_posted_events);
+        }
+
+        return 0;
+    }
+
     clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
 
-    if (st->started && clcf->client_max_body_size
+    if (st->started && !st->websocket && clcf->client_max_body_size
         && st->body_received > clcf->client_max_body_size)
     {
         weir_log_error(WEIR_LOG_ERR, st->fc->log, 0,
@@ -2293,3 +2409,4 @@ weir_http_v2_trailers_allowed(weir_http_request_t *r)
 
     return 1;
 }
+
