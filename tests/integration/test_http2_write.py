@@ -57,7 +57,7 @@ def test_idle_connection_memory(weir):
     import hpack
 
     from h2raw import PREFACE, HEADERS, SETTINGS, frame
-    from weirtest import DEADLINE
+    from weirtest import DEADLINE, SANITIZER
 
     n = 1000
     port, _ = start(weir, "        http2 on;\n"
@@ -86,4 +86,7 @@ def test_idle_connection_memory(weir):
         for s in socks:
             s.close()
     per = (after - before) * 1024 // n
-    assert per <= 24 * 1024, "%d bytes per idle connection" % per
+    # ASan's redzones and quarantine about triple small allocations
+    # (53 KB measured on the sanitizer build)
+    bound = (96 if SANITIZER else 24) * 1024
+    assert per <= bound, "%d bytes per idle connection" % per
