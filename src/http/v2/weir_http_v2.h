@@ -226,6 +226,8 @@ weir_int_t weir_http_v2_ub_start(weir_http_v2_stream_t *st);
 weir_int_t weir_http_v2_ub_put(weir_http_v2_stream_t *st,
     const unsigned char *data, size_t len);
 weir_int_t weir_http_v2_read_unbuffered(weir_http_request_t *r);
+/* weir_http_v2_stream.c: the status that ends reading st's body, or 0 */
+weir_int_t weir_http_v2_body_failed(weir_http_v2_stream_t *st);
 
 /* a header of the request with its token; its handler runs later */
 weir_http_header_t *weir_http_v2_push_header(weir_http_request_t *r,

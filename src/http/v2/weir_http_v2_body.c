@@ -278,21 +278,8 @@ weir_http_v2_read_unbuffered(weir_http_request_t *r)
         return WEIR_OK;
     }
 
-    if (fc->read->timedout) {
-        fc->read->timedout = 0;
-        weir_log_error(WEIR_LOG_INFO, fc->log, WEIR_ETIMEDOUT,
-                       "client timed out while reading client request body");
-        rc = WEIR_HTTP_REQUEST_TIME_OUT;
-        goto failed;
-    }
-
-    if (fc->error) {
-        rc = WEIR_HTTP_BAD_REQUEST;
-        goto failed;
-    }
-
-    if (st->bad_status) {
-        rc = st->bad_status;
+    rc = weir_http_v2_body_failed(st);
+    if (rc) {
         goto failed;
     }
 
@@ -349,21 +336,8 @@ weir_http_v2_read_unbuffered_handler(weir_http_request_t *r)
     st = r->stream;
     fc = st->fc;
 
-    if (fc->read->timedout) {
-        fc->read->timedout = 0;
-        weir_log_error(WEIR_LOG_INFO, fc->log, WEIR_ETIMEDOUT,
-                       "client timed out while reading client request body");
-        rc = WEIR_HTTP_REQUEST_TIME_OUT;
-        goto failed;
-    }
-
-    if (fc->error) {
-        rc = WEIR_HTTP_BAD_REQUEST;
-        goto failed;
-    }
-
-    if (st->bad_status) {
-        rc = st->bad_status;
+    rc = weir_http_v2_body_failed(st);
+    if (rc) {
         goto failed;
     }
 

@@ -2084,21 +2084,8 @@ weir_http_v2_read_body_handler(weir_http_request_t *r)
     fc = st->fc;
     rb = r->request_body;
 
-    if (fc->read->timedout) {
-        fc->read->timedout = 0;
-        weir_log_error(WEIR_LOG_INFO, fc->log, WEIR_ETIMEDOUT,
-                       "client timed out while reading client request body");
-        rc = WEIR_HTTP_REQUEST_TIME_OUT;
-        goto failed;
-    }
-
-    if (fc->error) {
-        rc = WEIR_HTTP_BAD_REQUEST;
-        goto failed;
-    }
-
-    if (st->bad_status) {
-        rc = st->bad_status;
+    rc = weir_http_v2_body_failed(st);
+    if (rc) {
         goto failed;
     }
 
@@ -2410,3 +2397,27 @@ weir_http_v2_trailers_allowed(weir_http_request_t *r)
     return 1;
 }
 
+
+/* why reading the body of st's request has to stop (a timeout, the
+ * stream or session gone, a refused body): the status, or 0 */
+
+weir_int_t
+weir_http_v2_body_failed(weir_http_v2_stream_t *st)
+{
+    weir_connection_t  *fc;
+
+    fc = st->fc;
+
+    if (fc->read->timedout) {
+        fc->read->timedout = 0;
+        weir_log_error(WEIR_LOG_INFO, fc->log, WEIR_ETIMEDOUT,
+                       "client timed out while reading client request body");
+        return WEIR_HTTP_REQUEST_TIME_OUT;
+    }
+
+    if (fc->error) {
+        return WEIR_HTTP_BAD_REQUEST;
+    }
+
+    return (weir_int_t) st->bad_status;
+}
