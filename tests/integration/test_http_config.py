@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+import protoclient
+
 from weirtest import connect, read_all, run_weir, wait_for
 
 
@@ -201,20 +203,25 @@ def test_location_tree_with_many_siblings_and_levels(weir):
         assert get(port, path) == (200, answer), path
 
 
-def test_try_files_and_status(weir):
+def test_try_files_and_status(weir, proto):
     port = weir.port()
-    body = ("    server {\n        listen 127.0.0.1:%d;\n"
+    body = ("    server {\n        listen 127.0.0.1:%d;\n" % port
+            + protoclient.conf_line() +
             "        location /t/ { try_files $uri /exists.txt; }\n"
             "        location /s/ { try_files /nofile =403; }\n"
             "        location /d/ { try_files /nofile/ @n; }\n"
             "        location @n { return 200 \"named\"; }\n"
-            "    }\n" % port)
+            "    }\n")
     weir.write("html/exists.txt", "exists\n")
     start(weir, body, [port])
 
-    assert get(port, "/t/none") == (200, "exists\n")
-    assert get(port, "/s/x")[0] == 403
-    assert get(port, "/d/x") == (200, "named")
+    def pget(path):
+        status, _, data = protoclient.request(port, "GET", path)
+        return status, data.decode()
+
+    assert pget("/t/none") == (200, "exists\n")
+    assert pget("/s/x")[0] == 403
+    assert pget("/d/x") == (200, "named")
 
 
 def test_core_directives_are_accepted(weir):
