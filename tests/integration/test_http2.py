@@ -2,7 +2,7 @@
 prior knowledge on a plain port (HTTP/1.1 still served there), the
 directives, requests and responses through the usual modules, flow
 control, limits, malformed requests and the graceful shutdown. Clients:
-curl, nghttp and python h2 (h2client.py)."""
+curl, nghttp, h2load and python h2 (h2client.py)."""
 
 import os
 import re
@@ -132,6 +132,59 @@ def test_nghttp_client(weir):
     p = subprocess.run(["nghttp", "http://127.0.0.1:%d/n.txt" % port],
                        capture_output=True, timeout=DEADLINE)
     assert p.stdout == b"nghttp\n"
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["h2c", "h2"])
+def test_h2load_client(weir, pki, tls):
+    """h2load (nghttp2's load generator) over h2c and TLS, 8 streams per
+    connection on 4 connections, half the requests proxied to an
+    HTTP/1.1 server block: every request succeeds and each arrived as
+    HTTP/2.0 on one of the 4 connections (the access log)."""
+    origin = weir.port()
+    leaf = pki.leaf("localhost", ips=["127.0.0.1"]) if tls else None
+    extra = ("    log_format h2load \"$server_port $server_protocol $http2 "
+             "$connection $status $request_uri\";\n"
+             "    server {\n"
+             "        listen 127.0.0.1:%d;\n"
+             "        access_log off;\n"
+             "        location / { return 200 \"origin $request_uri\"; }\n"
+             "    }\n" % origin)
+    port, html = start(weir, "        http2 on;\n"
+                       "        access_log logs/h2load.log h2load;\n"
+                       "        location /p/ { proxy_pass http://127.0.0.1:%d; }\n"
+                       % origin, http_extra=extra, tls=leaf,
+                       listen=" ssl" if tls else "")
+    with open(os.path.join(html, "f.txt"), "w") as f:
+        f.write("static\n")
+    base = "%s://127.0.0.1:%d" % ("https" if tls else "http", port)
+    n = 2000
+    p = subprocess.run(["h2load", "-n", str(n), "-c", "4", "-m", "8",
+                        base + "/f.txt", base + "/p/x"],
+                       capture_output=True, timeout=DEADLINE)
+    out = p.stdout.decode()
+    assert p.returncode == 0, out + p.stderr.decode()
+    assert ("requests: %d total, %d started, %d done, %d succeeded, "
+            "0 failed, 0 errored, 0 timeout" % (n, n, n, n)) in out, out
+    assert "status codes: %d 2xx" % n in out, out
+    if tls:
+        assert "Application protocol: h2" in out, out
+
+    log = weir.path("logs/h2load.log")
+
+    def logged():
+        with open(log) as f:
+            return len(f.read().splitlines()) >= n
+
+    wait_for(logged, what="the access log to hold every request")
+    with open(log) as f:
+        lines = [line.split() for line in f.read().splitlines()]
+    assert len(lines) == n
+    assert {tuple(x[1:3]) for x in lines} == {
+        ("HTTP/2.0", "h2" if tls else "h2c")}
+    assert {x[4] for x in lines} == {"200"}
+    assert len({x[3] for x in lines}) == 4
+    uris = [x[5] for x in lines]
+    assert uris.count("/f.txt") == n // 2 and uris.count("/p/x") == n // 2
 
 
 # ---------------------------------------------------------------- modules
