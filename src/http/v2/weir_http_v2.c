@@ -227,7 +227,8 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
     nghttp2_option_set_max_continuations(opt, WEIR_HTTP_V2_MAX_CONT);
     nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
 
-    rv = nghttp2_session_server_new2(&h2c->session, cb, h2c, opt);
+    rv = nghttp2_session_server_new3(&h2c->session, cb, h2c, opt,
+                                     weir_http_v2_mem());
 
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cb);

@@ -187,6 +187,9 @@ struct weir_http_v2_stream_s {
 };
 
 
+/* weir_http_v2_mem.c */
+nghttp2_mem *weir_http_v2_mem(void);
+
 /* weir_http_v2.c */
 void weir_http_v2_init_connection(weir_connection_t *c,
     unsigned char *data, size_t len);
