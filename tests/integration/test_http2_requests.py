@@ -701,3 +701,58 @@ def test_slow_origin_response_streamed(weir, make_origin, framing):
     assert r.body == (b"first-last\n" if framing == "chunked"
                       else b"firstlast\n")
     c.close()
+
+
+URI_CASES = ["/a.txt", "/d/a.b/c", "/d/a.b/c.tar.gz?x=1", "/d/e.?q", "/e.",
+             "/p?a=%41&b=/../c", "/%41%2e/b", "/x//y/./z/../w.html",
+             "/.hidden", "/a/..", "/a/.", "/+plus+", "/?", "/",
+             "/d/a.b/c.tar.%67z", "/x/y/w.html"]
+URI_FILES = ["a.txt", "d/a.b/c", "d/a.b/c.tar.gz", "e.", "x/y/w.html",
+             ".hidden", "A./b"]
+
+
+@pytest.mark.parametrize("path", URI_CASES)
+def test_uri_as_http1_makes_it(weir, path):
+    """$uri and $args of a path over HTTP/2, and the file and MIME type
+    (the extension) it maps to, are what the HTTP/1.1 parser makes of
+    the same target: simple paths are taken as they are, the others
+    decoded and normalized."""
+    import http.client
+    import os
+
+    port, html = start(weir, "        http2 on;\n"
+                       "        types { text/html html; text/plain txt;"
+                       " application/x-b b; application/gzip gz; }\n"
+                       "        default_type application/x-none;\n"
+                       "        location /s/ { }\n"
+                       "        location / { return 200 \"$uri|$args|"
+                       "$is_args|$request_uri\"; }\n")
+    for f in URI_FILES:
+        name = os.path.join(html, "s", f)
+        os.makedirs(os.path.dirname(name), exist_ok=True)
+        with open(name, "w") as fh:
+            fh.write(f)
+
+    def h1(target):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            c.request("GET", target)
+            r = c.getresponse()
+            return r.status, r.getheader("content-type"), r.read()
+        finally:
+            c.close()
+
+    def h2(target):
+        c = H2Client(port)
+        try:
+            r = c.response(c.request("GET", target))
+            return r.status, r.header("content-type"), r.body
+        finally:
+            c.close()
+
+    for target in (path, "/s" + path):
+        assert h2(target) == h1(target), target
+    if path == "/x//y/./z/../w.html":
+        assert h2("/s" + path)[:2] == (200, "text/html")
+    if path == "/d/a.b/c.tar.gz?x=1":
+        assert h2("/s" + path)[:2] == (200, "application/gzip")

@@ -862,7 +862,7 @@ static weir_int_t
 weir_http_v2_request_target(weir_http_v2_stream_t *st)
 {
     size_t                      len;
-    unsigned char              *p, *last, *q;
+    unsigned char              *p, *last, *q, *end;
     weir_http_request_t        *r;
     weir_http_core_srv_conf_t  *cscf;
 
@@ -930,6 +930,41 @@ weir_http_v2_request_target(weir_http_v2_stream_t *st)
     r->uri_end = last;
     q = weir_strlchr(p, last, '?');
     r->args_start = q ? q + 1 : NULL;
+    end = q ? q : last;
+
+    /* nothing to decode or normalize (no '%', "//", "/."): the path is
+     * the URI, as the HTTP/1 parser decides for a simple request line */
+
+    for (q = p; q < end; q++) {
+        if (*q == '%'
+            || (*q == '/' && q + 1 < end && (q[1] == '/' || q[1] == '.')))
+        {
+            break;
+        }
+    }
+
+    if (q == end) {
+        r->uri.data = p;
+        r->uri.len = end - p;
+
+        if (r->args_start) {
+            r->args.data = r->args_start;
+            r->args.len = last - r->args_start;
+        }
+
+        for (q = end; q > p && q[-1] != '/'; q--) {
+            if (q[-1] == '.') {
+                if (q < end) {
+                    r->exten.data = q;
+                    r->exten.len = end - q;
+                }
+
+                break;
+            }
+        }
+
+        return WEIR_OK;
+    }
 
     r->uri.data = weir_pnalloc(r->pool, st->path.len + 1);
     if (r->uri.data == NULL) {
