@@ -89,6 +89,10 @@ struct weir_http_v2_conn_s {
     weir_event_t                 shutdown;  /* the second GOAWAY */
     int32_t                      last_stream_id;
 
+    /* the lingering close after the last GOAWAY (lingering_time) */
+    time_t                       lingering_deadline;
+    weir_msec_t                  lingering_timeout;
+
     unsigned                     ssl:1;
     unsigned                     write_posted:1;
     unsigned                     blocked:1;     /* socket full */
@@ -101,6 +105,12 @@ struct weir_http_v2_conn_s {
     unsigned                     settings_sent:1;   /* the first SETTINGS */
     unsigned                     failed:1;      /* ends on an error GOAWAY,
                                                    logged */
+    unsigned                     goaway_sent:1; /* a GOAWAY went to the
+                                                   output */
+    unsigned                     broken:1;      /* the socket failed, the
+                                                   client closed, or a
+                                                   send timed out */
+    unsigned                     finalizing:1;
 };
 
 
