@@ -1293,7 +1293,8 @@ weir_http_v2_on_frame_send(nghttp2_session *session,
 
     if (frame->hd.type == NGHTTP2_HEADERS) {
         /* $bytes_sent counts the head as framed (the DATA payload is
-         * counted as it is copied); trailers are not the head of
+         * counted as it is copied); trailers (no :status, which comes
+         * first in a head, interim or final) are not the head of
          * $body_bytes_sent */
         st = nghttp2_session_get_stream_user_data(session,
                                                   frame->hd.stream_id);
@@ -1301,10 +1302,20 @@ weir_http_v2_on_frame_send(nghttp2_session *session,
             size = WEIR_HTTP_V2_FRAME_HEADER_SIZE + frame->hd.length;
             st->fc->sent += size;
 
-            if (frame->headers.cat != NGHTTP2_HCAT_HEADERS
-                || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+            if (frame->headers.nvlen
+                && frame->headers.nva[0].namelen == sizeof(":status") - 1
+                && weir_memcmp(frame->headers.nva[0].name, ":status",
+                               sizeof(":status") - 1) == 0)
             {
                 st->request->header_out_size += size;
+            }
+
+            if (st->head_pending
+                && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+            {
+                /* the response without a body is out: it ends now */
+                st->head_pending = 0;
+                weir_http_v2_wake_writer(st);
             }
         }
 

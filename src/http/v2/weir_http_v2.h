@@ -194,6 +194,9 @@ struct weir_http_v2_stream_s {
     unsigned                     websocket:1;   /* :protocol websocket */
     unsigned                     tunnel:1;      /* its tunnel started */
     unsigned                     drop_body:1;   /* a 502 for its 2xx */
+    unsigned                     head_pending:1; /* a response without a
+                                                    body: its HEADERS not
+                                                    out yet */
 };
 
 
@@ -238,6 +241,8 @@ weir_int_t weir_http_v2_ub_put(weir_http_v2_stream_t *st,
 weir_int_t weir_http_v2_read_unbuffered(weir_http_request_t *r);
 /* weir_http_v2_stream.c: the status that ends reading st's body, or 0 */
 weir_int_t weir_http_v2_body_failed(weir_http_v2_stream_t *st);
+/* the stream's output is all out: its writer goes on */
+void weir_http_v2_wake_writer(weir_http_v2_stream_t *st);
 
 /* a header of the request with its token; its handler runs later */
 weir_http_header_t *weir_http_v2_push_header(weir_http_request_t *r,
