@@ -10,6 +10,7 @@ import random
 import struct
 import time
 
+import h2.errors
 import h2.settings
 import pytest
 
@@ -195,14 +196,36 @@ def test_websocket_idle_timeout(weir, ws_origin):
         idle_from = time.monotonic()
         ws.c.wait(lambda: ws.r.done, "the idle tunnel to end")
         idle = time.monotonic() - idle_from
-        # cut, not ended: RST_STREAM (INTERNAL_ERROR)
-        assert ws.r.reset is not None and not ws.r.ended
+        # cut, not ended: RST_STREAM CANCEL (a timeout is not an
+        # internal error)
+        assert ws.r.reset == h2.errors.ErrorCodes.CANCEL, ws.r.reset
+        assert not ws.r.ended
     finally:
         ws.close()
     assert idle >= 0.5, idle
     assert idle <= 3.0 * (3 if SANITIZER else 1), idle
     wait_for(lambda: ("eof", "/echo") in ws_origin.events,
              what="the origin side to be closed too")
+
+
+def test_websocket_origin_reset(weir, ws_origin):
+    """The origin resets its connection (a TCP RST): the stream is reset
+    with CANCEL (RFC 8441 5: "RST exceptions are represented with the
+    RST_STREAM frame with the CANCEL error code"), not INTERNAL_ERROR;
+    the session goes on."""
+    port = ws_weir(weir, ws_origin)
+    ws = H2Ws(port, "/server-reset")
+    try:
+        ws.send(OP_TEXT, b"one")
+        assert ws.recv_message() == (OP_TEXT, b"one")
+        ws.send(OP_TEXT, b"two")
+        ws.c.wait(lambda: ws.r.done, "the reset of the stream")
+        assert ws.r.reset == h2.errors.ErrorCodes.CANCEL, (
+            ws.r.reset, ws.r.ended)
+        sid = ws.c.request("GET", "/plain")
+        assert ws.c.response(sid).status == 200
+    finally:
+        ws.close()
 
 
 def test_plain_connect_refused(weir, ws_origin):

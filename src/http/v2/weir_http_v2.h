@@ -254,6 +254,8 @@ weir_http_header_t *weir_http_v2_push_header(weir_http_request_t *r,
 weir_int_t weir_http_v2_websocket(weir_http_v2_stream_t *st);
 /* DATA on the stream is a tunnel's bytes (not counted as a flood) */
 weir_uint_t weir_http_v2_is_tunnel(weir_http_v2_conn_t *h2c, int32_t id);
+/* the RST_STREAM code that ends a tunnel's stream, (uint32_t) -1: none */
+uint32_t weir_http_v2_tunnel_reset_code(weir_http_v2_stream_t *st);
 
 extern const weir_http_tunnel_io_t  weir_http_v2_tunnel;
 extern weir_module_t       weir_http_v2_module;

@@ -1160,7 +1160,10 @@ weir_http_v2_request_done(weir_http_request_t *r, weir_int_t rc)
     if (h2c->session && !h2c->destroyed) {
 
         if (!st->closed) {
-            if (!st->last_queued || st->out) {
+            if (st->tunnel) {
+                err = weir_http_v2_tunnel_reset_code(st);
+
+            } else if (!st->last_queued || st->out) {
                 err = NGHTTP2_INTERNAL_ERROR;
 
             } else if (!st->end_stream) {
@@ -1170,7 +1173,7 @@ weir_http_v2_request_done(weir_http_request_t *r, weir_int_t rc)
                 err = (uint32_t) -1;
             }
 
-            if (err != (uint32_t) -1 || fc->error) {
+            if (err != (uint32_t) -1 || (fc->error && !st->tunnel)) {
                 if (err == (uint32_t) -1) {
                     err = NGHTTP2_CANCEL;
                 }
