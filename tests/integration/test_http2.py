@@ -9,10 +9,13 @@ import re
 import socket
 import subprocess
 
+import hpack
 import pytest
 
+import h2raw
 import tlspki
 from h2client import H2Client
+from h2raw import RawH2
 from weirtest import DEADLINE, wait_for
 
 
@@ -235,6 +238,53 @@ def test_head_204_304_no_data(weir):
                  if isinstance(e, h2.events.DataReceived)}
     assert not data_sids & {s1, s2, s3}
     c.close()
+
+
+def test_bytes_sent_of_responses_without_body(weir):
+    """$bytes_sent of HEAD, 204 (return) and 304 counts their HEADERS
+    frame (9 + its payload) as for any response; $body_bytes_sent is 0.
+    They used to be logged as 0: the request ended before the frame
+    went out."""
+    port, html = start(weir, "        http2 on;\n"
+                       "        location /nc { return 204; }\n",
+                       http_extra="    log_format sent '$request_method "
+                                  "$uri $status $bytes_sent "
+                                  "$body_bytes_sent';\n"
+                                  "    access_log logs/sent.log sent;\n")
+    with open(os.path.join(html, "a.txt"), "w") as f:
+        f.write("abc")
+
+    c = RawH2(port)
+    c.send(c.headers(1, "/a.txt", method="HEAD"))
+    c.stream_end(1)
+    c.send(c.headers(3, "/nc"))
+    c.stream_end(3)
+    c.send(c.headers(5, "/a.txt"))
+    c.stream_end(5)
+    lm = [v for k, v in hpack.Decoder().decode(
+        [f for f in c.frames if f.type == h2raw.HEADERS
+         and f.sid == 1][0].payload) if k == "last-modified"][0]
+    c.send(c.headers(7, "/a.txt", extra=[("if-modified-since", lm)]))
+    c.stream_end(7)
+    heads = {f.sid: 9 + len(f.payload) for f in c.frames
+             if f.type == h2raw.HEADERS}
+    assert c.status == {1: 200, 3: 204, 5: 200, 7: 304}, c.status
+    c.close()
+
+    def logged():
+        try:
+            with open(weir.path("logs", "sent.log")) as f:
+                return f.read().count("\n") >= 4
+        except OSError:
+            return False
+
+    wait_for(logged, what="the access log lines")
+    with open(weir.path("logs", "sent.log")) as f:
+        lines = f.read().splitlines()
+    assert lines == ["HEAD /a.txt 200 %d 0" % heads[1],
+                     "GET /nc 204 %d 0" % heads[3],
+                     "GET /a.txt 200 %d 3" % (heads[5] + 3),
+                     "GET /a.txt 304 %d 0" % heads[7]], (lines, heads)
 
 
 def test_error_page_add_header_access_log(weir):

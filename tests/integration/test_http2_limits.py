@@ -4,11 +4,14 @@ GOAWAY ENHANCE_YOUR_CALM ...), the error log line naming the limit, and
 that another client connection is served meanwhile. Raw frames from
 h2raw.py, whole requests from h2client.py."""
 
+import os
 import socket
+import threading
 import time
 
 import h2.errors
 import h2.events
+import hpack
 
 import h2raw
 from h2client import H2Client
@@ -158,6 +161,107 @@ def test_keepalive_requests_goaway_logged(weir):
     assert c.closed()
     served(port)
     weir.wait_log(r"HTTP/2 keepalive_requests \(2\) reached: GOAWAY")
+
+
+def _read_to_end(sock, limit):
+    """Reads to EOF: (bytes, "fin" or "reset"), bounded by limit bytes
+    and DEADLINE."""
+    buf = b""
+    deadline = time.monotonic() + DEADLINE
+    while len(buf) < limit and time.monotonic() < deadline:
+        sock.settimeout(max(0.05, deadline - time.monotonic()))
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return buf, "reset"
+        except socket.timeout:
+            continue
+        if not chunk:
+            return buf, "fin"
+        buf += chunk
+    raise AssertionError("no end of the connection (%d bytes)" % len(buf))
+
+
+def test_keepalive_requests_lingering_close(weir):
+    """keepalive_requests 2 with a client that goes on sending requests
+    while the last responses are in flight (a small receive buffer keeps
+    them in weir's socket buffer): weir closes with a lingering close,
+    so the client
+    reads the GOAWAY, both whole responses and a FIN, not a reset that
+    would destroy what was still in weir's socket buffer."""
+    port, html = start_h2(weir, "        keepalive_requests 2;\n"
+                          "        lingering_timeout 2s;\n")
+    size = 512 * 1024
+    with open(os.path.join(html, "big"), "wb") as f:
+        f.write(b"b" * size)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+    s.settimeout(DEADLINE)
+    s.connect(("127.0.0.1", port))
+    enc = hpack.Encoder()
+
+    def req(sid):
+        return h2raw.frame(h2raw.HEADERS, h2raw.END_STREAM
+                           | h2raw.END_HEADERS, sid, enc.encode([
+                               (":method", "GET"), (":scheme", "http"),
+                               (":path", "/big"),
+                               (":authority", "127.0.0.1:%d" % port)]))
+
+    s.sendall(h2raw.PREFACE + h2raw.settings([(0x4, 0x7fffffff)])
+              + h2raw.window_update(0, 0x7fffffff - 65535)
+              + h2raw.settings(ack=True) + req(1) + req(3))
+    stop = threading.Event()
+    errors = []
+
+    def flood():
+        # requests past the GOAWAY, which weir ignores, until the end
+        sid = 5
+        t0 = time.monotonic()
+        while not stop.is_set() and time.monotonic() - t0 < DEADLINE:
+            try:
+                s.sendall(b"".join(req(sid + 2 * i) for i in range(50)))
+            except (ConnectionResetError, BrokenPipeError) as e:
+                # a reset (weir closed with these bytes unread)
+                errors.append(e)
+                return
+            except OSError:
+                return
+            sid += 100
+            if sid > 0x7fffff00:
+                return
+
+    t = threading.Thread(target=flood)
+    t.start()
+    try:
+        data, end = _read_to_end(s, 8 * size)
+    finally:
+        stop.set()
+        t.join(DEADLINE)
+        s.close()
+    # the error of a reset goes to whichever call comes first
+    assert end == "fin" and not errors, (end, errors, len(data))
+    frames = []
+    while len(data) >= 9:
+        n = int.from_bytes(data[:3], "big")
+        frames.append((data[3], data[4], int.from_bytes(data[5:9], "big")
+                       & 0x7fffffff, data[9:9 + n]))
+        data = data[9 + n:]
+    assert data == b"", "a cut frame at the end"
+    got = {1: 0, 3: 0}
+    ended = set()
+    goaway = None
+    for ftype, flags, sid, payload in frames:
+        if ftype == h2raw.DATA:
+            got[sid] += len(payload)
+        if ftype in (h2raw.DATA, h2raw.HEADERS) and flags & h2raw.END_STREAM:
+            ended.add(sid)
+        if ftype == h2raw.GOAWAY:
+            goaway = payload
+        assert ftype != h2raw.RST_STREAM, frames[-4:]
+    assert goaway is not None
+    assert int.from_bytes(goaway[:4], "big") == 3
+    assert int.from_bytes(goaway[4:8], "big") == h2raw.NO_ERROR
+    assert got == {1: size, 3: size} and ended == {1, 3}, (got, ended)
 
 
 def test_idle_timeout(weir):

@@ -189,8 +189,11 @@ def test_refused_request_is_freed_at_once(weir, make_origin, case):
     block, 431, 405 for TRACE) ends when its answer is out: its access
     log line is written while the connection stays open (it used to wait
     for the connection's end, holding the stream and its pool)."""
+    # a client that reads nothing holds the lingering close after the
+    # last GOAWAY for lingering_timeout
     port, o = proxied(weir, make_origin,
-                      server="        large_client_header_buffers 4 1k;\n")
+                      server="        large_client_header_buffers 4 1k;\n"
+                      "        lingering_timeout 1s;\n")
     c = H2Client(port, validate=False)
     if case.startswith("400"):
         hdrs = MALFORMED_400["path_hash"]
@@ -202,8 +205,9 @@ def test_refused_request_is_freed_at_once(weir, make_origin, case):
         # the client gives up (RST_STREAM NO_ERROR, in the same packet)
         # before the 400 is out: the request still ends at once (with no
         # log line when it never started), so a graceful stop does not
-        # wait for it (the idle session closes after about a second, a
-        # stream left would hold it for worker_shutdown_timeout, 10s)
+        # wait for it (the idle session closes after about two seconds,
+        # its lingering close included; a stream left would hold it for
+        # worker_shutdown_timeout, 10s)
         sid = send(c, hdrs, end=False)
         c.conn.reset_stream(sid)
         c.flush()

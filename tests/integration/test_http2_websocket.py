@@ -10,6 +10,7 @@ import random
 import struct
 import time
 
+import h2.errors
 import h2.settings
 import pytest
 
@@ -38,9 +39,12 @@ def ws_origin():
     assert o.errors == [], "websocket origin errors: %s" % o.errors[:5]
 
 
-def ws_weir(weir, ws_origin, location=""):
+def ws_weir(weir, ws_origin, location="", tls=None):
+    """weir proxying to the origin; with tls (a tlspki leaf) on a TLS
+    address (ALPN h2) rather than h2c."""
     port, _ = start(weir, "        http2 on;\n"
-                    + LOCATION % (ws_origin.port, location))
+                    + LOCATION % (ws_origin.port, location),
+                    tls=tls, listen=" ssl" if tls else "")
     return port
 
 
@@ -63,11 +67,11 @@ class StreamSock:
 
 class H2Ws:
     def __init__(self, port, path="/echo", protocol="websocket",
-                 method="CONNECT"):
-        self.c = H2Client(port, validate=False)
+                 method="CONNECT", tls=False):
+        self.c = H2Client(port, tls=tls, validate=False)
         self.c.wait(lambda: h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL
                     in self.c.remote_settings, "the server's SETTINGS")
-        hdrs = [(":method", method), (":scheme", "http"),
+        hdrs = [(":method", method), (":scheme", self.c.scheme),
                 (":authority", self.c.authority), (":path", path)]
         if protocol is not None:
             hdrs.insert(1, (":protocol", protocol))
@@ -195,14 +199,36 @@ def test_websocket_idle_timeout(weir, ws_origin):
         idle_from = time.monotonic()
         ws.c.wait(lambda: ws.r.done, "the idle tunnel to end")
         idle = time.monotonic() - idle_from
-        # cut, not ended: RST_STREAM (INTERNAL_ERROR)
-        assert ws.r.reset is not None and not ws.r.ended
+        # cut, not ended: RST_STREAM CANCEL (a timeout is not an
+        # internal error)
+        assert ws.r.reset == h2.errors.ErrorCodes.CANCEL, ws.r.reset
+        assert not ws.r.ended
     finally:
         ws.close()
     assert idle >= 0.5, idle
     assert idle <= 3.0 * (3 if SANITIZER else 1), idle
     wait_for(lambda: ("eof", "/echo") in ws_origin.events,
              what="the origin side to be closed too")
+
+
+def test_websocket_origin_reset(weir, ws_origin):
+    """The origin resets its connection (a TCP RST): the stream is reset
+    with CANCEL (RFC 8441 5: "RST exceptions are represented with the
+    RST_STREAM frame with the CANCEL error code"), not INTERNAL_ERROR;
+    the session goes on."""
+    port = ws_weir(weir, ws_origin)
+    ws = H2Ws(port, "/server-reset")
+    try:
+        ws.send(OP_TEXT, b"one")
+        assert ws.recv_message() == (OP_TEXT, b"one")
+        ws.send(OP_TEXT, b"two")
+        ws.c.wait(lambda: ws.r.done, "the reset of the stream")
+        assert ws.r.reset == h2.errors.ErrorCodes.CANCEL, (
+            ws.r.reset, ws.r.ended)
+        sid = ws.c.request("GET", "/plain")
+        assert ws.c.response(sid).status == 200
+    finally:
+        ws.close()
 
 
 def test_plain_connect_refused(weir, ws_origin):
@@ -276,3 +302,67 @@ def test_websocket_small_messages_are_no_flood(weir, ws_origin):
     finally:
         ws.close()
     assert "flood" not in weir.log()
+
+
+# ------------------------------------------------------------------ TLS
+
+def test_websocket_tls_echo_and_client_close(weir, ws_origin, pki):
+    """Over TLS (ALPN h2): the Extended CONNECT is a tunnel as on h2c,
+    messages go both ways (one of 1 MiB, past the windows and many TLS
+    records), and the client's close frame with END_STREAM ends it: the
+    origin answers the close and sees the end, the stream ends with
+    END_STREAM, the session goes on."""
+    leaf = pki.leaf("localhost", ips=["127.0.0.1"])
+    port = ws_weir(weir, ws_origin, tls=leaf)
+    ws = H2Ws(port, "/hello", tls=True)
+    try:
+        assert ws.c.alpn == "h2"
+        assert ws.r.status == 200, ws.r.headers
+        line, headers = ws_origin.requests[-1]
+        assert line == "GET /hello HTTP/1.1", line
+        assert headers.get("upgrade") == "websocket", headers
+        assert ws.recv_message() == (OP_TEXT, b"hello from origin")
+        for i in range(100):
+            ws.send(OP_TEXT, b"m%d" % i)
+        for i in range(100):
+            assert ws.recv_message() == (OP_TEXT, b"m%d" % i)
+        big = random.Random(8441).randbytes(MiB)
+        ws.send(OP_BINARY, big)
+        assert ws.recv_message() == (OP_BINARY, big)
+        ws.send(OP_CLOSE, struct.pack("!H", 1000) + b"bye")
+        op, payload = ws.recv_message()
+        assert op == OP_CLOSE and payload[:2] == b"\x03\xe8"
+        ws.end()
+        ws.c.wait(lambda: ws.r.done, "the stream to end")
+        assert ws.r.ended, ws.r.reset
+        sid = ws.c.request("GET", "/plain")
+        assert ws.c.response(sid).status == 200
+        assert ws.c.goaway is None
+    finally:
+        ws.close()
+    wait_for(lambda: ("close-received", "/hello", b"\x03\xe8bye")
+             in ws_origin.events, what="the origin to get the close")
+
+
+def test_websocket_tls_origin_close(weir, ws_origin, pki):
+    """Over TLS: the origin sends its close frame and closes its
+    connection; the client answers, and the stream ends with
+    END_STREAM."""
+    leaf = pki.leaf("localhost", ips=["127.0.0.1"])
+    port = ws_weir(weir, ws_origin, tls=leaf)
+    ws = H2Ws(port, "/server-close", tls=True)
+    try:
+        assert ws.r.status == 200, ws.r.headers
+        ws.send(OP_TEXT, b"one")
+        assert ws.recv_message() == (OP_TEXT, b"one")
+        op, payload = ws.recv_message()
+        assert op == OP_CLOSE and payload[:2] == b"\x03\xe9"
+        ws.send(OP_CLOSE, payload[:2])
+        ws.c.wait(lambda: ws.r.ended, "END_STREAM after the origin closed")
+        assert ws.r.reset is None, ws.r.reset
+        sid = ws.c.request("GET", "/plain")
+        assert ws.c.response(sid).status == 200
+    finally:
+        ws.close()
+    wait_for(lambda: ("close-received", "/server-close", b"\x03\xe9")
+             in ws_origin.events, what="the origin to get the answer")

@@ -13,6 +13,8 @@ It answers by path:
                     first, then as /echo
     /server-close   101, echoes one message, then sends a close frame
                     (1001 "going away") and waits for the client's close
+    /server-reset   101, echoes one message; on the next one, resets
+                    the connection (a RST: SO_LINGER 0 and close)
     anything else   a plain "200 OK" HTTP/1.1 response (keep-alive), so
                     an Upgrade request that gets no 101 can be tested
 
@@ -44,7 +46,7 @@ OP_PONG = 0xA
 
 MAX_MESSAGE = 64 << 20
 
-WS_PATHS = ("/echo", "/hello", "/server-close")
+WS_PATHS = ("/echo", "/hello", "/server-close", "/server-reset")
 
 
 def accept_key(key):
@@ -324,6 +326,12 @@ class WsOrigin:
                 raise ProtocolError("message too large")
             if not fin:
                 continue
+            if path == "/server-reset" and echoed == 1:
+                # the first echo was read: a reset loses nothing of it
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                             struct.pack("ii", 1, 0))
+                self.event(("reset-sent", path))
+                return
             s.sendall(encode_frame(msg_op, bytes(message)))
             message = None
             echoed += 1

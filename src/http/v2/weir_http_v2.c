@@ -62,6 +62,11 @@ static void weir_http_v2_shutdown(weir_http_v2_conn_t *h2c);
 static void weir_http_v2_shutdown_handler(weir_event_t *ev);
 static void weir_http_v2_final_goaway(weir_http_v2_conn_t *h2c);
 static void weir_http_v2_finalize(weir_http_v2_conn_t *h2c);
+static weir_uint_t weir_http_v2_may_linger(weir_http_v2_conn_t *h2c);
+static void weir_http_v2_lingering_close(weir_http_v2_conn_t *h2c);
+static void weir_http_v2_lingering_handler(weir_event_t *rev);
+static void weir_http_v2_lingering_half_close_handler(weir_event_t *wev);
+static void weir_http_v2_empty_handler(weir_event_t *ev);
 static void weir_http_v2_session_cleanup(void *data);
 static int weir_http_v2_on_frame_recv(nghttp2_session *session,
     const nghttp2_frame *frame, void *user_data);
@@ -452,6 +457,7 @@ weir_http_v2_read_handler(weir_event_t *rev)
             }
 
             c->error = 1;
+            h2c->broken = 1;
             h2c->close_pending = 1;
             break;
         }
@@ -560,6 +566,7 @@ weir_http_v2_write_handler(weir_event_t *wev)
                        "client timed out (HTTP/2 send)");
         c->timedout = 1;
         c->error = 1;
+        h2c->broken = 1;
         weir_http_v2_finalize(h2c);
         return;
     }
@@ -715,6 +722,7 @@ again:
 
     if (n == WEIR_ERROR) {
         c->error = 1;
+        h2c->broken = 1;
         return WEIR_ERROR;
     }
 
@@ -759,6 +767,7 @@ again:
 
         if (weir_handle_write_event(wev, 0) != WEIR_OK) {
             c->error = 1;
+            h2c->broken = 1;
             return WEIR_ERROR;
         }
 
@@ -934,6 +943,15 @@ weir_http_v2_finalize(weir_http_v2_conn_t *h2c)
 
     h2c->close_pending = 1;
 
+    if (!h2c->finalizing) {
+        h2c->finalizing = 1;
+
+        if (c->error || c->timedout) {
+            /* not the c->error set below, which stops the writes */
+            h2c->broken = 1;
+        }
+    }
+
     if (h2c->nstreams) {
         c->error = 1;
 
@@ -949,7 +967,211 @@ weir_http_v2_finalize(weir_http_v2_conn_t *h2c)
 
     h2c->destroyed = 1;
 
+    if (weir_http_v2_may_linger(h2c)) {
+        weir_http_v2_lingering_close(h2c);
+        return;
+    }
+
     weir_http_close_connection(c);
+}
+
+
+/*
+ * Closing with unread client bytes in the socket makes the kernel
+ * answer them with a RST, which destroys what is still in our socket
+ * buffer (the GOAWAY, the end of the last responses) and may reach the
+ * client before it read them. A client goes on sending after our last
+ * GOAWAY until it has read it (requests above its last-stream-id,
+ * WINDOW_UPDATE, PING): so, as HTTP/1 does, the connection lingers
+ * unless lingering_close is off, the GOAWAY did not go out whole, or
+ * the connection already failed.
+ */
+
+static weir_uint_t
+weir_http_v2_may_linger(weir_http_v2_conn_t *h2c)
+{
+    weir_connection_t          *c;
+    weir_http_core_loc_conf_t  *clcf;
+
+    c = h2c->connection;
+    clcf = h2c->http_connection->conf_ctx
+               ->loc_conf[weir_http_core_module.ctx_index];
+
+    return h2c->goaway_sent && !h2c->broken && !c->timedout
+           && h2c->out_pos == h2c->out_last && h2c->pend_len == 0
+           && clcf->lingering_close != WEIR_HTTP_LINGERING_OFF;
+}
+
+
+/*
+ * The lingering close: the session is freed (no frame is parsed any
+ * more), our side is shut down (close_notify first under TLS) and what
+ * the client still sends is read and dropped until it closes, or
+ * lingering_timeout passes without data, or lingering_time is over, or
+ * the worker wants the connection (c->close).
+ */
+
+static void
+weir_http_v2_lingering_close(weir_http_v2_conn_t *h2c)
+{
+    weir_event_t               *rev, *wev;
+    weir_connection_t          *c;
+    weir_http_core_loc_conf_t  *clcf;
+
+    c = h2c->connection;
+    rev = c->read;
+    wev = c->write;
+    clcf = h2c->http_connection->conf_ctx
+               ->loc_conf[weir_http_core_module.ctx_index];
+
+    h2c->lingering_deadline = weir_time()
+                              + (time_t) (clcf->lingering_time / 1000);
+    h2c->lingering_timeout = clcf->lingering_timeout;
+
+    /* the c->error finalize set to stop the streams' writes: the
+     * connection itself is sound */
+    c->error = 0;
+
+    weir_http_v2_session_cleanup(h2c);
+
+    rev->handler = weir_http_v2_lingering_handler;
+    wev->handler = weir_http_v2_empty_handler;
+
+    if (rev->timer_set) {
+        weir_event_del_timer(rev);
+    }
+
+    if (wev->timer_set) {
+        weir_event_del_timer(wev);
+    }
+
+    if (wev->posted) {
+        weir_delete_posted_event(wev);
+    }
+
+    if (weir_handle_read_event(rev, 0) != WEIR_OK) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    c->log->action = "lingering close";
+
+    switch (weir_connection_half_close(c)) {
+
+    case WEIR_OK:
+        break;
+
+    case WEIR_AGAIN:
+        wev->handler = weir_http_v2_lingering_half_close_handler;
+
+        if (weir_handle_write_event(wev, 0) != WEIR_OK) {
+            weir_http_close_connection(c);
+            return;
+        }
+
+        break;
+
+    default:
+        weir_http_close_connection(c);
+        return;
+    }
+
+    weir_event_add_timer(rev, h2c->lingering_timeout);
+
+    if (rev->ready || (c->ssl && c->ssl->ops->pending(c))) {
+        rev->ready = 1;
+        weir_post_event(rev, &weir_posted_events);
+    }
+}
+
+
+/* the close_notify of a lingering close, when the socket had no room */
+
+static void
+weir_http_v2_lingering_half_close_handler(weir_event_t *wev)
+{
+    weir_int_t          rc;
+    weir_connection_t  *c;
+
+    c = wev->data;
+
+    rc = weir_connection_half_close(c);
+
+    if (rc == WEIR_ERROR) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    if (rc == WEIR_OK) {
+        wev->handler = weir_http_v2_empty_handler;
+    }
+
+    if (weir_handle_write_event(wev, 0) != WEIR_OK) {
+        weir_http_close_connection(c);
+    }
+}
+
+
+static void
+weir_http_v2_lingering_handler(weir_event_t *rev)
+{
+    ssize_t                  n;
+    time_t                   left;
+    weir_msec_t              timer;
+    weir_connection_t       *c;
+    weir_http_v2_conn_t     *h2c;
+    weir_http_connection_t  *hc;
+    unsigned char            buf[WEIR_HTTP_LINGERING_BUFFER_SIZE];
+
+    c = rev->data;
+    hc = c->data;
+    h2c = hc->proto_ctx;
+
+    if (rev->timedout || c->close) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    left = h2c->lingering_deadline - weir_time();
+
+    if (left <= 0) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    do {
+        n = c->recv(c, buf, WEIR_HTTP_LINGERING_BUFFER_SIZE);
+
+        if (n == WEIR_ERROR || n == 0) {
+            weir_http_close_connection(c);
+            return;
+        }
+
+    } while (rev->ready);
+
+    if (weir_handle_read_event(rev, 0) != WEIR_OK) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    timer = (weir_msec_t) left * 1000;
+
+    if (timer > h2c->lingering_timeout) {
+        timer = h2c->lingering_timeout;
+    }
+
+    if (rev->timer_set) {
+        weir_event_del_timer(rev);
+    }
+
+    weir_event_add_timer(rev, timer);
+}
+
+
+static void
+weir_http_v2_empty_handler(weir_event_t *ev)
+{
+    (void) ev;
 }
 
 
@@ -1072,7 +1294,8 @@ weir_http_v2_on_frame_send(nghttp2_session *session,
 
     if (frame->hd.type == NGHTTP2_HEADERS) {
         /* $bytes_sent counts the head as framed (the DATA payload is
-         * counted as it is copied); trailers are not the head of
+         * counted as it is copied); trailers (no :status, which comes
+         * first in a head, interim or final) are not the head of
          * $body_bytes_sent */
         st = nghttp2_session_get_stream_user_data(session,
                                                   frame->hd.stream_id);
@@ -1080,14 +1303,29 @@ weir_http_v2_on_frame_send(nghttp2_session *session,
             size = WEIR_HTTP_V2_FRAME_HEADER_SIZE + frame->hd.length;
             st->fc->sent += size;
 
-            if (frame->headers.cat != NGHTTP2_HCAT_HEADERS
-                || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+            if (frame->headers.nvlen
+                && frame->headers.nva[0].namelen == sizeof(":status") - 1
+                && weir_memcmp(frame->headers.nva[0].name, ":status",
+                               sizeof(":status") - 1) == 0)
             {
                 st->request->header_out_size += size;
+            }
+
+            if (st->head_pending
+                && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+            {
+                /* the response without a body is out: it ends now */
+                st->head_pending = 0;
+                weir_http_v2_wake_writer(st);
             }
         }
 
         return 0;
+    }
+
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+        /* in the output: the close after it lingers */
+        h2c->goaway_sent = 1;
     }
 
     if (frame->hd.type == NGHTTP2_GOAWAY

@@ -89,6 +89,10 @@ struct weir_http_v2_conn_s {
     weir_event_t                 shutdown;  /* the second GOAWAY */
     int32_t                      last_stream_id;
 
+    /* the lingering close after the last GOAWAY (lingering_time) */
+    time_t                       lingering_deadline;
+    weir_msec_t                  lingering_timeout;
+
     unsigned                     ssl:1;
     unsigned                     write_posted:1;
     unsigned                     blocked:1;     /* socket full */
@@ -101,6 +105,12 @@ struct weir_http_v2_conn_s {
     unsigned                     settings_sent:1;   /* the first SETTINGS */
     unsigned                     failed:1;      /* ends on an error GOAWAY,
                                                    logged */
+    unsigned                     goaway_sent:1; /* a GOAWAY went to the
+                                                   output */
+    unsigned                     broken:1;      /* the socket failed, the
+                                                   client closed, or a
+                                                   send timed out */
+    unsigned                     finalizing:1;
 };
 
 
@@ -184,6 +194,9 @@ struct weir_http_v2_stream_s {
     unsigned                     websocket:1;   /* :protocol websocket */
     unsigned                     tunnel:1;      /* its tunnel started */
     unsigned                     drop_body:1;   /* a 502 for its 2xx */
+    unsigned                     head_pending:1; /* a response without a
+                                                    body: its HEADERS not
+                                                    out yet */
 };
 
 
@@ -231,6 +244,8 @@ weir_int_t weir_http_v2_ub_put(weir_http_v2_stream_t *st,
 weir_int_t weir_http_v2_read_unbuffered(weir_http_request_t *r);
 /* weir_http_v2_stream.c: the status that ends reading st's body, or 0 */
 weir_int_t weir_http_v2_body_failed(weir_http_v2_stream_t *st);
+/* the stream's output is all out: its writer goes on */
+void weir_http_v2_wake_writer(weir_http_v2_stream_t *st);
 
 /* a header of the request with its token; its handler runs later */
 weir_http_header_t *weir_http_v2_push_header(weir_http_request_t *r,
@@ -242,6 +257,8 @@ weir_http_header_t *weir_http_v2_push_header(weir_http_request_t *r,
 weir_int_t weir_http_v2_websocket(weir_http_v2_stream_t *st);
 /* DATA on the stream is a tunnel's bytes (not counted as a flood) */
 weir_uint_t weir_http_v2_is_tunnel(weir_http_v2_conn_t *h2c, int32_t id);
+/* the RST_STREAM code that ends a tunnel's stream, (uint32_t) -1: none */
+uint32_t weir_http_v2_tunnel_reset_code(weir_http_v2_stream_t *st);
 
 extern const weir_http_tunnel_io_t  weir_http_v2_tunnel;
 extern weir_module_t       weir_http_v2_module;

@@ -39,7 +39,6 @@ static ssize_t weir_http_v2_read_data(nghttp2_session *session,
     nghttp2_data_source *source, void *user_data);
 static weir_int_t weir_http_v2_headers_nv(weir_http_request_t *r,
     weir_list_t *list, nghttp2_nv *nv, weir_uint_t *n, weir_uint_t max);
-static void weir_http_v2_wake_writer(weir_http_v2_stream_t *st);
 
 static weir_int_t weir_http_v2_send_header(weir_http_request_t *r);
 static weir_int_t weir_http_v2_send_body(weir_http_request_t *r,
@@ -1209,7 +1208,10 @@ weir_http_v2_request_done(weir_http_request_t *r, weir_int_t rc)
     if (h2c->session && !h2c->destroyed) {
 
         if (!st->closed) {
-            if (!st->last_queued || st->out) {
+            if (st->tunnel) {
+                err = weir_http_v2_tunnel_reset_code(st);
+
+            } else if (!st->last_queued || st->out) {
                 err = NGHTTP2_INTERNAL_ERROR;
 
             } else if (!st->end_stream) {
@@ -1219,7 +1221,7 @@ weir_http_v2_request_done(weir_http_request_t *r, weir_int_t rc)
                 err = (uint32_t) -1;
             }
 
-            if (err != (uint32_t) -1 || fc->error) {
+            if (err != (uint32_t) -1 || (fc->error && !st->tunnel)) {
                 if (err == (uint32_t) -1) {
                     err = NGHTTP2_CANCEL;
                 }
@@ -1545,6 +1547,11 @@ weir_http_v2_send_header(weir_http_request_t *r)
     if (r->header_only) {
         rv = nghttp2_submit_response(st->h2c->session, st->id, nv, n, NULL);
         st->last_queued = 1;
+        /* the request ends when the HEADERS is out, so that $bytes_sent
+         * counts it (on_frame_send wakes the writer) */
+        st->head_pending = 1;
+        fc->buffered |= WEIR_HTTP_WRITE_BUFFERED;
+        st->wev.ready = 0;
 
     } else {
         prd.source.ptr = st;
@@ -1644,6 +1651,12 @@ weir_http_v2_send_body(weir_http_request_t *r, weir_chain_t *in)
     }
 
     if (st->out == NULL) {
+        if (st->head_pending) {
+            /* a response without a body: its HEADERS is not out yet */
+            weir_http_v2_post_write(st->h2c);
+            return WEIR_AGAIN;
+        }
+
         fc->buffered &= ~WEIR_HTTP_WRITE_BUFFERED;
         return WEIR_OK;
     }
@@ -1685,7 +1698,7 @@ weir_http_v2_send_body(weir_http_request_t *r, weir_chain_t *in)
  * when the writer sees the queue empty.
  */
 
-static void
+void
 weir_http_v2_wake_writer(weir_http_v2_stream_t *st)
 {
     st->fc->buffered &= ~WEIR_HTTP_WRITE_BUFFERED;

@@ -153,6 +153,32 @@ weir_http_v2_is_tunnel(weir_http_v2_conn_t *h2c, int32_t id)
 
 
 /*
+ * A tunnel's stream ends with its request: the RST_STREAM code, or
+ * (uint32_t) -1 when both sides ended it (our END_STREAM is out, the
+ * client's came). The upstream ends a tunnel otherwise only when it was
+ * idle past proxy_read_timeout, or a connection broke: the client's
+ * stream (then closed, and not reset) or the origin's connection, reset
+ * or cut. RFC 8441 5 maps the WebSocket's TCP closures onto the stream:
+ * an orderly one is END_STREAM, a RST is RST_STREAM CANCEL (for
+ * WebSocket this takes the place of RFC 9113 8.5's CONNECT_ERROR of a
+ * plain CONNECT); an idle timeout is no failure either. INTERNAL_ERROR
+ * is left for a failure of weir's own (fc->error).
+ */
+
+uint32_t
+weir_http_v2_tunnel_reset_code(weir_http_v2_stream_t *st)
+{
+    if (st->last_queued && st->out == NULL && st->end_stream
+        && !st->fc->error)
+    {
+        return (uint32_t) -1;
+    }
+
+    return st->fc->error ? NGHTTP2_INTERNAL_ERROR : NGHTTP2_CANCEL;
+}
+
+
+/*
  * The origin answered 101: the DATA kept so far is the tunnel's first
  * bytes (credited now), and from here on DATA goes to st->tun_in.
  */
