@@ -368,8 +368,13 @@ struct weir_http_connection_s {
     unsigned                     pipeline:1;    /* H1: bytes after a request */
     unsigned                     keepalive:1;
 
+    /* a lingering close (weir_http_lingering_close): its end and the
+     * wait for more input */
+    time_t                       lingering_deadline;
+    weir_msec_t                  lingering_timeout;
+
     /* added by the request helper: the protocol's own per-connection
-     * state (HTTP/1: lingering close deadline), in c->pool */
+     * state (HTTP/1: the drain timeout), in c->pool */
     void                        *proto_ctx;
 };
 

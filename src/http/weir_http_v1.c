@@ -15,8 +15,6 @@
 
 /* per connection, in c->pool (hc->proto_ctx) */
 typedef struct {
-    time_t                       lingering_deadline;
-    weir_msec_t                  lingering_timeout;
     /* keepalive_drain_timeout of the last request's location */
     weir_msec_t                  drain_timeout;
     /* idle in a shutting-down worker: c->close now closes it */
@@ -73,8 +71,8 @@ static void weir_http_v1_request_done(weir_http_request_t *r,
     weir_int_t rc);
 
 static weir_int_t weir_http_v1_body_consumed(weir_http_request_t *r);
-static void weir_http_v1_lingering_close_handler(weir_event_t *rev);
-static void weir_http_v1_lingering_half_close_handler(weir_event_t *wev);
+static void weir_http_lingering_close_handler(weir_event_t *rev);
+static void weir_http_lingering_half_close_handler(weir_event_t *wev);
 static weir_msec_t weir_http_v1_drain_left(weir_msec_t drain);
 static void weir_http_v1_drain(weir_connection_t *c, weir_msec_t left);
 
@@ -1637,9 +1635,6 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
 
     keepalive_timeout = clcf->keepalive_timeout;
     v1c->drain_timeout = clcf->keepalive_drain_timeout;
-    v1c->lingering_timeout = clcf->lingering_timeout;
-    v1c->lingering_deadline = weir_time()
-                              + (time_t) (clcf->lingering_time / 1000);
 
     /* pipelined bytes move to a fresh buffer before the request's
      * buffers (in c->pool) are given back */
@@ -1676,7 +1671,9 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
 
     if (!keepalive) {
         if (linger) {
-            weir_http_v1_set_lingering_close(c);
+            weir_http_v1_free_header_bufs(c, hc, NULL);
+            c->buffer = NULL;
+            weir_http_lingering_close(c, clcf);
             return;
         }
 
@@ -1820,33 +1817,41 @@ weir_http_v1_set_keepalive(weir_http_request_t *r)
 
 
 /*
- * Closing right after the response with unread input would make the
- * kernel answer that input with a RST, which can destroy the response in
- * flight. So: shut down our side, read and drop what comes until the
- * client closes, lingering_timeout passes without data, or lingering_time
- * is over.
+ * Closing with unread input would make the kernel answer that input
+ * with a RST, which can destroy what is still in flight to the client
+ * (the end of the response, an HTTP/2 GOAWAY). So: shut down our side
+ * (close_notify first under TLS, or the client cannot tell the end from
+ * a cut), read and drop what comes until the client closes,
+ * lingering_timeout passes without data, lingering_time is over, or the
+ * worker wants the connection (c->close). The caller has freed its
+ * protocol's buffers; c->data is the weir_http_connection_t. HTTP/1
+ * after a response, HTTP/2 after its last GOAWAY.
  */
 
 void
-weir_http_v1_set_lingering_close(weir_connection_t *c)
+weir_http_lingering_close(weir_connection_t *c,
+    weir_http_core_loc_conf_t *clcf)
 {
     weir_event_t            *rev, *wev;
-    weir_http_v1_conn_t     *v1c;
     weir_http_connection_t  *hc;
 
     hc = c->data;
-    v1c = hc->proto_ctx;
     rev = c->read;
     wev = c->write;
 
-    weir_http_v1_free_header_bufs(c, hc, NULL);
-    c->buffer = NULL;
+    hc->lingering_timeout = clcf->lingering_timeout;
+    hc->lingering_deadline = weir_time()
+                             + (time_t) (clcf->lingering_time / 1000);
 
-    rev->handler = weir_http_v1_lingering_close_handler;
+    rev->handler = weir_http_lingering_close_handler;
     wev->handler = weir_http_v1_empty_handler;
 
     if (wev->timer_set) {
         weir_event_del_timer(wev);
+    }
+
+    if (wev->posted) {
+        weir_delete_posted_event(wev);
     }
 
     if (rev->timer_set) {
@@ -1860,16 +1865,13 @@ weir_http_v1_set_lingering_close(weir_connection_t *c)
 
     c->log->action = "lingering close";
 
-    /* under TLS a close_notify goes before the FIN, or the client
-     * cannot tell the end of the response from a cut */
-
     switch (weir_connection_half_close(c)) {
 
     case WEIR_OK:
         break;
 
     case WEIR_AGAIN:
-        wev->handler = weir_http_v1_lingering_half_close_handler;
+        wev->handler = weir_http_lingering_half_close_handler;
 
         if (weir_handle_write_event(wev, 0) != WEIR_OK) {
             weir_http_close_connection(c);
@@ -1883,10 +1885,14 @@ weir_http_v1_set_lingering_close(weir_connection_t *c)
         return;
     }
 
-    weir_event_add_timer(rev, v1c->lingering_timeout);
+    weir_event_add_timer(rev, hc->lingering_timeout);
 
-    if (rev->ready) {
-        weir_http_v1_lingering_close_handler(rev);
+    if (rev->ready || (c->ssl && c->ssl->ops->pending(c))) {
+        rev->ready = 1;
+
+        if (!rev->posted) {
+            weir_post_event(rev, &weir_posted_events);
+        }
     }
 }
 
@@ -1894,7 +1900,7 @@ weir_http_v1_set_lingering_close(weir_connection_t *c)
 /* the close_notify of a lingering close, when the socket had no room */
 
 static void
-weir_http_v1_lingering_half_close_handler(weir_event_t *wev)
+weir_http_lingering_half_close_handler(weir_event_t *wev)
 {
     weir_int_t          rc;
     weir_connection_t  *c;
@@ -1921,26 +1927,24 @@ weir_http_v1_lingering_half_close_handler(weir_event_t *wev)
 
 
 static void
-weir_http_v1_lingering_close_handler(weir_event_t *rev)
+weir_http_lingering_close_handler(weir_event_t *rev)
 {
     ssize_t                  n;
     time_t                   left;
     weir_msec_t              timer;
     weir_connection_t       *c;
-    weir_http_v1_conn_t     *v1c;
     weir_http_connection_t  *hc;
     unsigned char            buf[WEIR_HTTP_LINGERING_BUFFER_SIZE];
 
     c = rev->data;
     hc = c->data;
-    v1c = hc->proto_ctx;
 
     if (rev->timedout || c->close) {
         weir_http_close_connection(c);
         return;
     }
 
-    left = v1c->lingering_deadline - weir_time();
+    left = hc->lingering_deadline - weir_time();
 
     if (left <= 0) {
         weir_http_close_connection(c);
@@ -1964,8 +1968,8 @@ weir_http_v1_lingering_close_handler(weir_event_t *rev)
 
     timer = (weir_msec_t) left * 1000;
 
-    if (timer > v1c->lingering_timeout) {
-        timer = v1c->lingering_timeout;
+    if (timer > hc->lingering_timeout) {
+        timer = hc->lingering_timeout;
     }
 
     if (rev->timer_set) {

@@ -9,8 +9,10 @@ extern weir_http_proto_t  weir_http_v1_proto;
 void weir_http_v1_init_connection(weir_connection_t *c);
 void weir_http_v1_wait_request_handler(weir_event_t *ev);
 void weir_http_v1_set_keepalive(weir_http_request_t *r);
-void weir_http_v1_set_lingering_close(weir_connection_t *c);
 void weir_http_close_connection(weir_connection_t *c);
+/* read and drop the client's input before closing (lingering_close) */
+void weir_http_lingering_close(weir_connection_t *c,
+    weir_http_core_loc_conf_t *clcf);
 
 
 /* shared by weir_http_v1.c (the connection, the request head, what comes

@@ -64,9 +64,6 @@ static void weir_http_v2_final_goaway(weir_http_v2_conn_t *h2c);
 static void weir_http_v2_finalize(weir_http_v2_conn_t *h2c);
 static weir_uint_t weir_http_v2_may_linger(weir_http_v2_conn_t *h2c);
 static void weir_http_v2_lingering_close(weir_http_v2_conn_t *h2c);
-static void weir_http_v2_lingering_handler(weir_event_t *rev);
-static void weir_http_v2_lingering_half_close_handler(weir_event_t *wev);
-static void weir_http_v2_empty_handler(weir_event_t *ev);
 static void weir_http_v2_session_cleanup(void *data);
 static int weir_http_v2_on_frame_recv(nghttp2_session *session,
     const nghttp2_frame *frame, void *user_data);
@@ -1005,28 +1002,19 @@ weir_http_v2_may_linger(weir_http_v2_conn_t *h2c)
 
 /*
  * The lingering close: the session is freed (no frame is parsed any
- * more), our side is shut down (close_notify first under TLS) and what
- * the client still sends is read and dropped until it closes, or
- * lingering_timeout passes without data, or lingering_time is over, or
- * the worker wants the connection (c->close).
+ * more), and the connection reads and drops what the client still sends
+ * as HTTP/1's does (weir_http_lingering_close).
  */
 
 static void
 weir_http_v2_lingering_close(weir_http_v2_conn_t *h2c)
 {
-    weir_event_t               *rev, *wev;
     weir_connection_t          *c;
     weir_http_core_loc_conf_t  *clcf;
 
     c = h2c->connection;
-    rev = c->read;
-    wev = c->write;
     clcf = h2c->http_connection->conf_ctx
                ->loc_conf[weir_http_core_module.ctx_index];
-
-    h2c->lingering_deadline = weir_time()
-                              + (time_t) (clcf->lingering_time / 1000);
-    h2c->lingering_timeout = clcf->lingering_timeout;
 
     /* the c->error finalize set to stop the streams' writes: the
      * connection itself is sound */
@@ -1034,144 +1022,7 @@ weir_http_v2_lingering_close(weir_http_v2_conn_t *h2c)
 
     weir_http_v2_session_cleanup(h2c);
 
-    rev->handler = weir_http_v2_lingering_handler;
-    wev->handler = weir_http_v2_empty_handler;
-
-    if (rev->timer_set) {
-        weir_event_del_timer(rev);
-    }
-
-    if (wev->timer_set) {
-        weir_event_del_timer(wev);
-    }
-
-    if (wev->posted) {
-        weir_delete_posted_event(wev);
-    }
-
-    if (weir_handle_read_event(rev, 0) != WEIR_OK) {
-        weir_http_close_connection(c);
-        return;
-    }
-
-    c->log->action = "lingering close";
-
-    switch (weir_connection_half_close(c)) {
-
-    case WEIR_OK:
-        break;
-
-    case WEIR_AGAIN:
-        wev->handler = weir_http_v2_lingering_half_close_handler;
-
-        if (weir_handle_write_event(wev, 0) != WEIR_OK) {
-            weir_http_close_connection(c);
-            return;
-        }
-
-        break;
-
-    default:
-        weir_http_close_connection(c);
-        return;
-    }
-
-    weir_event_add_timer(rev, h2c->lingering_timeout);
-
-    if (rev->ready || (c->ssl && c->ssl->ops->pending(c))) {
-        rev->ready = 1;
-        weir_post_event(rev, &weir_posted_events);
-    }
-}
-
-
-/* the close_notify of a lingering close, when the socket had no room */
-
-static void
-weir_http_v2_lingering_half_close_handler(weir_event_t *wev)
-{
-    weir_int_t          rc;
-    weir_connection_t  *c;
-
-    c = wev->data;
-
-    rc = weir_connection_half_close(c);
-
-    if (rc == WEIR_ERROR) {
-        weir_http_close_connection(c);
-        return;
-    }
-
-    if (rc == WEIR_OK) {
-        wev->handler = weir_http_v2_empty_handler;
-    }
-
-    if (weir_handle_write_event(wev, 0) != WEIR_OK) {
-        weir_http_close_connection(c);
-    }
-}
-
-
-static void
-weir_http_v2_lingering_handler(weir_event_t *rev)
-{
-    ssize_t                  n;
-    time_t                   left;
-    weir_msec_t              timer;
-    weir_connection_t       *c;
-    weir_http_v2_conn_t     *h2c;
-    weir_http_connection_t  *hc;
-    unsigned char            buf[WEIR_HTTP_LINGERING_BUFFER_SIZE];
-
-    c = rev->data;
-    hc = c->data;
-    h2c = hc->proto_ctx;
-
-    if (rev->timedout || c->close) {
-        weir_http_close_connection(c);
-        return;
-    }
-
-    left = h2c->lingering_deadline - weir_time();
-
-    if (left <= 0) {
-        weir_http_close_connection(c);
-        return;
-    }
-
-    do {
-        n = c->recv(c, buf, WEIR_HTTP_LINGERING_BUFFER_SIZE);
-
-        if (n == WEIR_ERROR || n == 0) {
-            weir_http_close_connection(c);
-            return;
-        }
-
-    } while (rev->ready);
-
-    if (weir_handle_read_event(rev, 0) != WEIR_OK) {
-        weir_http_close_connection(c);
-        return;
-    }
-
-    timer = (weir_msec_t) left * 1000;
-
-    if (timer > h2c->lingering_timeout) {
-        timer = h2c->lingering_timeout;
-    }
-
-    if (rev->timer_set) {
-        weir_event_del_timer(rev);
-    }
-
-    weir_event_add_timer(rev, timer);
-}
-
-
-static void
-weir_http_v2_empty_handler(weir_event_t *ev)
-{
-    (void) ev;
+    weir_http_lingering_close(c, clcf);
 }
 
 

@@ -89,10 +89,6 @@ struct weir_http_v2_conn_s {
     weir_event_t                 shutdown;  /* the second GOAWAY */
     int32_t                      last_stream_id;
 
-    /* the lingering close after the last GOAWAY (lingering_time) */
-    time_t                       lingering_deadline;
-    weir_msec_t                  lingering_timeout;
-
     unsigned                     ssl:1;
     unsigned                     write_posted:1;
     unsigned                     blocked:1;     /* socket full */
