@@ -256,8 +256,8 @@ void weir_http_clear_header_out(weir_http_header_t **h);
 
 extern weir_module_t   weir_http_module;
 
-/* the $upstream_* variables (weir_http_upstream.c), added by the upstream
- * module's preconfiguration */
+/* the $upstream_* variables (weir_http_upstream_variables.c), added by the
+ * upstream module's preconfiguration */
 weir_int_t weir_http_upstream_add_variables(weir_conf_t *cf);
 extern weir_str_t      weir_http_html_default_types[];
 

@@ -6,17 +6,22 @@
  * docs/dev/upstream.md is the design; this header is the contract
  * between its pieces:
  *
- *   weir_http_upstream.c              the core: connect, send, read, relay
- *                                     both ways with back-pressure,
- *                                     buffering and temp files, retries,
- *                                     timeouts, 502/504, the Upgrade
- *                                     tunnel, $upstream_* variables
+ *   weir_http_upstream.c              the core: connect, retries,
+ *                                     timeouts, 502/504, finalizing;
+ *                                     with _send.c (the request),
+ *                                     _relay.c (the response, with
+ *                                     back-pressure, buffering and temp
+ *                                     files) and _tunnel.c (the
+ *                                     Upgrade tunnel), sharing
+ *                                     weir_http_upstream_int.h
+ *   weir_http_upstream_variables.c    the $upstream_* variables
  *   weir_http_upstream_v1.c           the HTTP/1.1 protocol handler: pure
  *                                     transforms between the neutral
  *                                     request/response and HTTP/1 bytes
  *   weir_http_upstream_conf.c         the upstream{} block, "server",
  *                                     "zone", implicit upstreams of
- *                                     proxy_pass, names resolved at start
+ *                                     proxy_pass, names resolved at start;
+ *                                     weir_http_upstream_merge_conf
  *   weir_http_upstream_round_robin.c  the default balancer (smooth
  *                                     weighted round robin, backup, down,
  *                                     max_fails/fail_timeout), the peer
@@ -62,7 +67,7 @@ typedef struct weir_http_upstream_proto_s      weir_http_upstream_proto_t;
 
 /* for weir_conf_set_bitmask_slot: error timeout invalid_header http_500
  * http_502 http_503 http_504 http_403 http_404 http_429 non_idempotent
- * off (weir_http_upstream.c) */
+ * off (weir_http_upstream_conf.c) */
 extern weir_conf_bitmask_t  weir_http_upstream_next_masks[];
 
 /*

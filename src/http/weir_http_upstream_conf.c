@@ -7,6 +7,9 @@
  * The upstream{} block, its "server" lines and "zone", and the groups
  * proxy_pass names without a block (implicit upstreams). Names are
  * resolved when the configuration is read (at start and at reload).
+ * At the end: the settings a module that uses the core merges per
+ * location (weir_http_upstream_merge_conf, proxy_next_upstream's
+ * values).
  */
 
 /* what the default balancer (round robin) allows on "server" lines */
@@ -867,4 +870,253 @@ weir_http_upstream_add(weir_conf_t *cf, weir_str_t *host, in_port_t port,
     *uscfp = us;
 
     return us;
+}
+
+
+weir_conf_bitmask_t  weir_http_upstream_next_masks[] = {
+    { weir_string("error"), WEIR_HTTP_UPSTREAM_FT_ERROR },
+    { weir_string("timeout"), WEIR_HTTP_UPSTREAM_FT_TIMEOUT },
+    { weir_string("invalid_header"), WEIR_HTTP_UPSTREAM_FT_INVALID_HEADER },
+    { weir_string("non_idempotent"), WEIR_HTTP_UPSTREAM_FT_NON_IDEMPOTENT },
+    { weir_string("http_500"), WEIR_HTTP_UPSTREAM_FT_HTTP_500 },
+    { weir_string("http_502"), WEIR_HTTP_UPSTREAM_FT_HTTP_502 },
+    { weir_string("http_503"), WEIR_HTTP_UPSTREAM_FT_HTTP_503 },
+    { weir_string("http_504"), WEIR_HTTP_UPSTREAM_FT_HTTP_504 },
+    { weir_string("http_403"), WEIR_HTTP_UPSTREAM_FT_HTTP_403 },
+    { weir_string("http_404"), WEIR_HTTP_UPSTREAM_FT_HTTP_404 },
+    { weir_string("http_429"), WEIR_HTTP_UPSTREAM_FT_HTTP_429 },
+    { weir_string("off"), WEIR_HTTP_UPSTREAM_FT_OFF },
+    { weir_null_string, 0 }
+};
+
+
+/* ---- configuration ---------------------------------------------------- */
+
+static weir_uint_t
+weir_http_upstream_name_in(weir_array_t *a, weir_str_t *name)
+{
+    weir_uint_t   i;
+    weir_str_t   *s;
+
+    if (a == NULL || a == WEIR_CONF_UNSET_PTR) {
+        return 0;
+    }
+
+    s = a->elts;
+
+    for (i = 0; i < a->nelts; i++) {
+        if (s[i].len == name->len
+            && weir_strncasecmp(s[i].data, name->data, name->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static weir_int_t
+weir_http_upstream_hide_key(weir_conf_t *cf, weir_array_t *keys,
+    weir_str_t *name, weir_array_t *pass)
+{
+    weir_uint_t       i;
+    weir_hash_key_t  *k;
+    unsigned char    *p;
+
+    if (weir_http_upstream_name_in(pass, name)) {
+        return WEIR_OK;
+    }
+
+    k = keys->elts;
+
+    for (i = 0; i < keys->nelts; i++) {
+        if (k[i].key.len == name->len
+            && weir_strncasecmp(k[i].key.data, name->data, name->len) == 0)
+        {
+            return WEIR_OK;
+        }
+    }
+
+    p = weir_pnalloc(cf->pool, name->len);
+    k = weir_array_push(keys);
+    if (p == NULL || k == NULL) {
+        return WEIR_ERROR;
+    }
+
+    for (i = 0; i < name->len; i++) {
+        p[i] = weir_tolower(name->data[i]);
+    }
+
+    k->key.data = p;
+    k->key.len = name->len;
+    k->key_hash = weir_hash_key(p, name->len);
+    k->value = (void *) 1;
+
+    return WEIR_OK;
+}
+
+
+char *
+weir_http_upstream_merge_conf(weir_conf_t *cf,
+    weir_http_upstream_conf_t *conf, weir_http_upstream_conf_t *prev,
+    weir_str_t *default_hide)
+{
+    size_t         size;
+    weir_uint_t    i;
+    weir_str_t    *s;
+    weir_array_t   keys;
+
+    if (conf->upstream == NULL) {
+        conf->upstream = prev->upstream;
+    }
+
+    weir_conf_merge_msec_value(conf->connect_timeout,
+                               prev->connect_timeout, 60000);
+    weir_conf_merge_msec_value(conf->send_timeout, prev->send_timeout, 60000);
+    weir_conf_merge_msec_value(conf->read_timeout, prev->read_timeout, 60000);
+    weir_conf_merge_msec_value(conf->next_upstream_timeout,
+                               prev->next_upstream_timeout, 0);
+    weir_conf_merge_uint_value(conf->next_upstream_tries,
+                               prev->next_upstream_tries, 0);
+
+    weir_conf_merge_bitmask_value(conf->next_upstream, prev->next_upstream,
+                                  (WEIR_CONF_BITMASK_SET
+                                   | WEIR_HTTP_UPSTREAM_FT_ERROR
+                                   | WEIR_HTTP_UPSTREAM_FT_TIMEOUT));
+
+    if (conf->next_upstream & WEIR_HTTP_UPSTREAM_FT_OFF) {
+        conf->next_upstream = WEIR_CONF_BITMASK_SET
+                              | WEIR_HTTP_UPSTREAM_FT_OFF;
+    }
+
+    weir_conf_merge_size_value(conf->buffer_size, prev->buffer_size, 8192);
+    weir_conf_merge_bufs_value(conf->bufs, prev->bufs, 8, 8192);
+
+    if (conf->bufs.num < 2) {
+        return "there must be at least 2 \"proxy_buffers\"";
+    }
+
+    size = conf->buffer_size;
+    if (size < conf->bufs.size) {
+        size = conf->bufs.size;
+    }
+
+    weir_conf_merge_size_value(conf->busy_buffers_size,
+                               prev->busy_buffers_size, 2 * size);
+
+    if (conf->busy_buffers_size < size) {
+        return "\"proxy_busy_buffers_size\" must be equal to or greater "
+               "than the maximum of the value of \"proxy_buffer_size\" and "
+               "one of the \"proxy_buffers\"";
+    }
+
+    if (conf->busy_buffers_size
+        > (size_t) (conf->bufs.num - 1) * conf->bufs.size)
+    {
+        return "\"proxy_busy_buffers_size\" must be less than the size of "
+               "all \"proxy_buffers\" minus one buffer";
+    }
+
+    weir_conf_merge_size_value(conf->temp_file_write_size,
+                               prev->temp_file_write_size, 2 * size);
+
+    if (conf->temp_file_write_size < size) {
+        return "\"proxy_temp_file_write_size\" must be equal to or greater "
+               "than the maximum of the value of \"proxy_buffer_size\" and "
+               "one of the \"proxy_buffers\"";
+    }
+
+    weir_conf_merge_off_value(conf->max_temp_file_size,
+                              prev->max_temp_file_size,
+                              (off_t) 1024 * 1024 * 1024);
+
+    if (conf->max_temp_file_size != 0
+        && conf->max_temp_file_size < (off_t) size)
+    {
+        return "\"proxy_max_temp_file_size\" must be equal to zero to "
+               "disable temporary files usage or must be equal to or "
+               "greater than the maximum of the value of "
+               "\"proxy_buffer_size\" and one of the \"proxy_buffers\"";
+    }
+
+    weir_conf_merge_value(conf->buffering, prev->buffering, 1);
+    weir_conf_merge_value(conf->request_buffering,
+                          prev->request_buffering, 1);
+    weir_conf_merge_value(conf->intercept_errors,
+                          prev->intercept_errors, 0);
+    weir_conf_merge_value(conf->ignore_client_abort,
+                          prev->ignore_client_abort, 0);
+    weir_conf_merge_value(conf->pass_trailers, prev->pass_trailers, 1);
+    weir_conf_merge_value(conf->socket_keepalive,
+                          prev->socket_keepalive, 0);
+    weir_conf_merge_value(conf->strict_line_endings,
+                          prev->strict_line_endings, 0);
+
+    weir_conf_merge_str_value(conf->module, prev->module, "proxy");
+
+    if (conf->hide_headers == WEIR_CONF_UNSET_PTR
+        && conf->pass_headers == WEIR_CONF_UNSET_PTR)
+    {
+        conf->hide_headers = prev->hide_headers;
+        conf->pass_headers = prev->pass_headers;
+
+        if (prev->hide_headers_hash.buckets) {
+            conf->hide_headers_hash = prev->hide_headers_hash;
+            return WEIR_CONF_OK;
+        }
+
+    } else {
+        if (conf->hide_headers == WEIR_CONF_UNSET_PTR) {
+            conf->hide_headers = prev->hide_headers;
+        }
+
+        if (conf->pass_headers == WEIR_CONF_UNSET_PTR) {
+            conf->pass_headers = prev->pass_headers;
+        }
+    }
+
+    if (conf->hide_headers == WEIR_CONF_UNSET_PTR) {
+        conf->hide_headers = NULL;
+    }
+
+    if (conf->pass_headers == WEIR_CONF_UNSET_PTR) {
+        conf->pass_headers = NULL;
+    }
+
+    if (weir_array_init(&keys, cf->temp_pool ? cf->temp_pool : cf->pool, 16,
+                        sizeof(weir_hash_key_t))
+        != WEIR_OK)
+    {
+        return WEIR_CONF_ERROR;
+    }
+
+    for (s = default_hide; s && s->len; s++) {
+        if (weir_http_upstream_hide_key(cf, &keys, s, conf->pass_headers)
+            != WEIR_OK)
+        {
+            return WEIR_CONF_ERROR;
+        }
+    }
+
+    if (conf->hide_headers) {
+        s = conf->hide_headers->elts;
+
+        for (i = 0; i < conf->hide_headers->nelts; i++) {
+            if (weir_http_upstream_hide_key(cf, &keys, &s[i],
+                                            conf->pass_headers)
+                != WEIR_OK)
+            {
+                return WEIR_CONF_ERROR;
+            }
+        }
+    }
+
+    if (weir_hash_init(&conf->hide_headers_hash, cf->pool, &keys)
+        != WEIR_OK)
+    {
+        return WEIR_CONF_ERROR;
+    }
+
+    return WEIR_CONF_OK;
 }

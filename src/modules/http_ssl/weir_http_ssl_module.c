@@ -14,7 +14,7 @@
  * ssl_handshake_timeout, lets SNI choose the server block (and its
  * certificates) and ALPN the protocol, and then hands the connection
  * to HTTP/1. The TLS library work (contexts, certificates, the shared
- * session cache, ticket keys, TLS I/O) is weir_ssl.c's; this file is
+ * session cache, ticket keys, TLS I/O) is weir_ssl*.c's; this file is
  * the HTTP side: configuration, callbacks, variables and the check of
  * client certificates. docs/http/ssl.md describes the directives.
  */
@@ -1393,8 +1393,8 @@ weir_http_ssl_peek_handler(weir_event_t *rev)
     switch (weir_ssl_handshake(c)) {
 
     case WEIR_AGAIN:
-        /* weir_ssl.c drives it from the events and calls the handler;
-         * the handshake timer stays armed on c->read */
+        /* weir_ssl_connection.c drives it from the events and calls the
+         * handler; the handshake timer stays armed on c->read */
         return;
 
     case WEIR_OK:
@@ -1478,7 +1478,8 @@ weir_http_ssl_handshake_handler(weir_connection_t *c)
     }
 
     if (sc == NULL || !sc->handshaked) {
-        /* weir_ssl.c has logged why (at info: a client's error) */
+        /* weir_ssl_connection.c has logged why (at info: a client's
+         * error) */
         weir_http_close_connection(c);
         return;
     }

@@ -204,7 +204,7 @@ ssize_t weir_ssl_send(weir_connection_t *c, unsigned char *buf,
 /* writev coalesces iov pieces into TLS records through a per-connection
  * buffer; it returns only bytes that went out, and expects the next call
  * to start with the bytes not yet returned (as every writer does): see
- * weir_ssl.c. send goes through the same buffer. */
+ * weir_ssl_connection.c. send goes through the same buffer. */
 ssize_t weir_ssl_writev(weir_connection_t *c, struct iovec *iov, int cnt);
 
 /* client side: the session to offer / the one negotiated (the caller
