@@ -1136,9 +1136,10 @@ weir_http_v2_close_streams(weir_http_v2_conn_t *h2c)
 /*
  * The request is freed (count zero, logged): the stream is reset if it
  * is still open (NO_ERROR after a complete response whose request body
- * was not read, INTERNAL_ERROR for a cut response), the credit of DATA
- * nobody took is given back to the connection, r->pool is destroyed and
- * the stream goes back to the session's free list. The session stays.
+ * was not read, INTERNAL_ERROR for a cut response), r->pool is
+ * destroyed and the stream goes back to the session's free list (the
+ * connection's credit of the DATA it kept went back on arrival). The
+ * session stays.
  */
 
 static void
@@ -1184,11 +1185,9 @@ weir_http_v2_request_done(weir_http_request_t *r, weir_int_t rc)
             }
         }
 
-        if (st->unconsumed) {
-            (void) nghttp2_session_consume_connection(h2c->session,
-                                                      st->unconsumed);
-            st->unconsumed = 0;
-        }
+        /* the connection's credit of what the stream kept went back
+         * as it came: nothing is owed to the client */
+        st->unconsumed = 0;
 
         (void) nghttp2_session_set_stream_user_data(h2c->session, st->id,
                                                     NULL);
@@ -1882,11 +1881,18 @@ weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
         return 0;
     }
 
+    /* the connection's credit goes back at once, whatever the stream
+     * does with the DATA: a stream keeps at most its own window, and
+     * streams whose consumer is slow must not shut the window that all
+     * the streams share (docs/dev/http2.md, "Request bodies"); from
+     * here on, only the stream's window waits for the consumer */
+    (void) nghttp2_session_consume_connection(session, len);
+
     r = st->request;
     st->body_received += len;
 
     if (st->discard || st->bad_status) {
-        (void) nghttp2_session_consume(session, stream_id, len);
+        (void) nghttp2_session_consume_stream(session, stream_id, len);
         return 0;
     }
 
@@ -1927,7 +1933,7 @@ weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
                        "client intended to send too large body: more than "
                        "%lld bytes", (long long) clcf->client_max_body_size);
         st->bad_status = WEIR_HTTP_REQUEST_ENTITY_TOO_LARGE;
-        (void) nghttp2_session_consume(session, stream_id, len);
+        (void) nghttp2_session_consume_stream(session, stream_id, len);
 
         if (st->reading && !st->rev.posted) {
             weir_post_event(&st->rev, &weir_posted_events);
@@ -1963,7 +1969,7 @@ weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
         /* credited only once the consumer has written it */
         if (weir_http_v2_ub_put(st, data, len) != WEIR_OK) {
             st->bad_status = WEIR_HTTP_INTERNAL_SERVER_ERROR;
-            (void) nghttp2_session_consume(session, stream_id, len);
+            (void) nghttp2_session_consume_stream(session, stream_id, len);
         }
 
         if (!st->rev.posted) {
@@ -1978,7 +1984,7 @@ weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
     }
 
     /* taken: the client may send as much again */
-    (void) nghttp2_session_consume(h2c->session, stream_id, len);
+    (void) nghttp2_session_consume_stream(h2c->session, stream_id, len);
 
     if (!st->rev.posted) {
         weir_post_event(&st->rev, &weir_posted_events);
@@ -2063,8 +2069,8 @@ weir_http_v2_read_body(weir_http_request_t *r)
     st->pre = NULL;
 
     if (st->unconsumed) {
-        (void) nghttp2_session_consume(st->h2c->session, st->id,
-                                       st->unconsumed);
+        (void) nghttp2_session_consume_stream(st->h2c->session, st->id,
+                                              st->unconsumed);
         st->unconsumed = 0;
         weir_http_v2_post_write(st->h2c);
     }
@@ -2352,8 +2358,8 @@ weir_http_v2_discard_body(weir_http_request_t *r)
     st->pre = NULL;
 
     if (st->unconsumed && st->h2c->session) {
-        (void) nghttp2_session_consume(st->h2c->session, st->id,
-                                       st->unconsumed);
+        (void) nghttp2_session_consume_stream(st->h2c->session, st->id,
+                                              st->unconsumed);
         st->unconsumed = 0;
         weir_http_v2_post_write(st->h2c);
     }
