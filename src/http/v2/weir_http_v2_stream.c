@@ -55,7 +55,6 @@ static weir_int_t weir_http_v2_body_put(weir_http_v2_stream_t *st,
     const unsigned char *data, size_t len);
 static weir_int_t weir_http_v2_body_deliver(weir_http_v2_stream_t *st,
     weir_uint_t last);
-static weir_int_t weir_http_v2_body_spill(weir_http_v2_stream_t *st);
 static weir_int_t weir_http_v2_body_finish(weir_http_v2_stream_t *st);
 static void weir_http_v2_read_body_handler(weir_http_request_t *r);
 static weir_uint_t weir_http_v2_body_received(weir_http_request_t *r);
@@ -2169,7 +2168,7 @@ weir_http_v2_body_put(weir_http_v2_stream_t *st, const unsigned char *data,
                 return rc;
             }
 
-            rc = weir_http_v2_body_spill(st);
+            rc = weir_http_request_body_spill(st->request);
             if (rc != WEIR_OK) {
                 return rc;
             }
@@ -2244,86 +2243,6 @@ weir_http_v2_body_deliver(weir_http_v2_stream_t *st, weir_uint_t last)
 }
 
 
-/* what rb->bufs holds in memory goes to the temporary file, which is
- * then the one buffer of rb->bufs */
-
-static weir_int_t
-weir_http_v2_body_spill(weir_http_v2_stream_t *st)
-{
-    size_t                     n;
-    weir_uint_t                last;
-    weir_buf_t                *fb, *b;
-    weir_chain_t              *cl;
-    weir_http_request_t       *r;
-    weir_http_request_body_t  *rb;
-
-    r = st->request;
-    rb = r->request_body;
-
-    if (st->body_file == NULL) {
-        st->body_file = weir_http_open_temp_file(r);
-        if (st->body_file == NULL) {
-            return WEIR_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        fb = weir_calloc_buf(r->pool);
-        st->body_file_cl = weir_palloc(r->pool, sizeof(weir_chain_t));
-        if (fb == NULL || st->body_file_cl == NULL) {
-            return WEIR_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        fb->in_file = 1;
-        fb->temp_file = 1;
-        fb->file = st->body_file;
-        fb->tag = (weir_buf_tag_t) &weir_http_read_client_request_body;
-        st->body_file_cl->buf = fb;
-
-        weir_log_error(WEIR_LOG_WARN, st->fc->log, 0,
-                       "a client request body is buffered to a temporary "
-                       "file");
-    }
-
-    fb = st->body_file_cl->buf;
-    last = fb->last_buf;
-
-    for (cl = rb->bufs; cl; cl = cl->next) {
-        b = cl->buf;
-
-        if (b == fb) {
-            continue;
-        }
-
-        if (b->last_buf) {
-            last = 1;
-        }
-
-        if (!weir_buf_in_memory(b) || b->last == b->pos) {
-            continue;
-        }
-
-        n = b->last - b->pos;
-
-        if (weir_write_fd(st->body_file->fd, b->pos, n) != (ssize_t) n) {
-            weir_log_error(WEIR_LOG_CRIT, st->fc->log, weir_errno,
-                           "write() to \"%.*s\" failed",
-                           WEIR_STR_ARG(st->body_file->name));
-            return WEIR_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        fb->file_last += n;
-        st->body_file->offset += n;
-        b->pos = b->last;
-    }
-
-    fb->last_buf = last ? 1 : 0;
-    fb->last_in_chain = 1;
-    st->body_file_cl->next = NULL;
-    rb->bufs = st->body_file_cl;
-
-    return WEIR_OK;
-}
-
-
 static weir_int_t
 weir_http_v2_body_finish(weir_http_v2_stream_t *st)
 {
@@ -2334,8 +2253,8 @@ weir_http_v2_body_finish(weir_http_v2_stream_t *st)
         return rc;
     }
 
-    if (st->body_file) {
-        rc = weir_http_v2_body_spill(st);
+    if (st->request->request_body->temp_file) {
+        rc = weir_http_request_body_spill(st->request);
         if (rc != WEIR_OK) {
             return rc;
         }
