@@ -208,6 +208,12 @@ weir_int_t weir_http_read_unbuffered_request_body(weir_http_request_t *r);
 /* an unlinked temporary file for r's data (request body, upstream
  * response), closed with r->pool; NULL on failure (logged) */
 weir_file_t *weir_http_open_temp_file(weir_http_request_t *r);
+/* a buffered body: writes what r->request_body->bufs holds in memory to
+ * the body's temporary file (opened the first time), which is then the
+ * one buffer of rb->bufs; WEIR_OK or WEIR_HTTP_INTERNAL_SERVER_ERROR
+ * (logged). Every protocol's reader calls it when its block is full and
+ * at the end once the body spilled (rb->temp_file) */
+weir_int_t weir_http_request_body_spill(weir_http_request_t *r);
 /*
  * Added by the body helper (weir_http_request_body.c): the request body
  * of a byte-stream protocol (HTTP/1). weir_http_v1_proto's read_body,

@@ -270,6 +270,10 @@ typedef struct {
     /* bytes given to the request body filters, checked against
      * client_max_body_size (weir_http_request_body_filter) */
     off_t                        passed;
+    /* once the body spills (weir_http_request_body_spill): the file,
+     * and the link of its one buffer, which rb->bufs is then */
+    weir_file_t                 *temp_file;
+    weir_chain_t                *temp_file_cl;
     unsigned                     filter_need_buffering:1;
     unsigned                     last_sent:1;
     unsigned                     last_saved:1;

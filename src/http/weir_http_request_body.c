@@ -29,8 +29,6 @@ typedef struct {
     weir_buf_t                  *raw;       /* chunked: undecoded input */
     weir_buf_t                  *out;       /* decoded bytes */
     unsigned char               *mark;      /* out: not passed on yet */
-    weir_file_t                 *file;      /* once the body spills */
-    weir_chain_t                *file_cl;   /* the file range, in bufs */
     weir_buf_t                  *spare;     /* file: the buffer header
                                                each delivery reuses */
     unsigned                     done:1;    /* the end was decoded */
@@ -59,10 +57,7 @@ static weir_int_t weir_http_body_deliver(weir_http_request_t *r,
     weir_http_body_reader_t *st, weir_uint_t last);
 static weir_int_t weir_http_body_reuse_out(weir_http_request_t *r,
     weir_http_body_reader_t *st);
-static weir_int_t weir_http_body_spill(weir_http_request_t *r,
-    weir_http_body_reader_t *st);
-static weir_int_t weir_http_body_open_temp(weir_http_request_t *r,
-    weir_http_body_reader_t *st);
+static weir_int_t weir_http_body_open_temp(weir_http_request_t *r);
 static weir_int_t weir_http_body_arm(weir_http_request_t *r,
     weir_http_body_reader_t *st);
 static weir_int_t weir_http_body_pass_empty_last(weir_http_request_t *r);
@@ -534,8 +529,8 @@ weir_http_body_process(weir_http_request_t *r)
                 return rc;
             }
 
-            if (st->file) {
-                rc = weir_http_body_spill(r, st);
+            if (r->request_body->temp_file) {
+                rc = weir_http_request_body_spill(r);
                 if (rc != WEIR_OK) {
                     return rc;
                 }
@@ -569,7 +564,7 @@ weir_http_body_process(weir_http_request_t *r)
                 return rc;
             }
 
-            rc = weir_http_body_spill(r, st);
+            rc = weir_http_request_body_spill(r);
             if (rc != WEIR_OK) {
                 return rc;
             }
@@ -938,7 +933,7 @@ weir_http_body_deliver(weir_http_request_t *r, weir_http_body_reader_t *st,
         track->next = rb->busy;
         rb->busy = track;
 
-    } else if (st->file) {
+    } else if (rb->temp_file) {
         b = st->spare;
 
         if (b == NULL) {
@@ -1015,10 +1010,10 @@ weir_http_body_reuse_out(weir_http_request_t *r, weir_http_body_reader_t *st)
 
 
 /* writes what rb->bufs holds in memory to the temporary file and leaves
- * one file buffer in rb->bufs */
+ * one file buffer in rb->bufs (weir_http.h) */
 
-static weir_int_t
-weir_http_body_spill(weir_http_request_t *r, weir_http_body_reader_t *st)
+weir_int_t
+weir_http_request_body_spill(weir_http_request_t *r)
 {
     size_t                     n;
     weir_int_t                 last;
@@ -1028,13 +1023,13 @@ weir_http_body_spill(weir_http_request_t *r, weir_http_body_reader_t *st)
 
     rb = r->request_body;
 
-    if (st->file == NULL) {
-        if (weir_http_body_open_temp(r, st) != WEIR_OK) {
+    if (rb->temp_file == NULL) {
+        if (weir_http_body_open_temp(r) != WEIR_OK) {
             return WEIR_HTTP_INTERNAL_SERVER_ERROR;
         }
     }
 
-    fb = st->file_cl->buf;
+    fb = rb->temp_file_cl->buf;
     last = fb->last_buf;
 
     for (cl = rb->bufs; cl; cl = cl->next) {
@@ -1054,22 +1049,22 @@ weir_http_body_spill(weir_http_request_t *r, weir_http_body_reader_t *st)
 
         n = b->last - b->pos;
 
-        if (weir_write_fd(st->file->fd, b->pos, n) != (ssize_t) n) {
+        if (weir_write_fd(rb->temp_file->fd, b->pos, n) != (ssize_t) n) {
             weir_log_error(WEIR_LOG_CRIT, r->connection->log, weir_errno,
                            "write() to \"%.*s\" failed",
-                           WEIR_STR_ARG(st->file->name));
+                           WEIR_STR_ARG(rb->temp_file->name));
             return WEIR_HTTP_INTERNAL_SERVER_ERROR;
         }
 
         fb->file_last += n;
-        st->file->offset += n;
+        rb->temp_file->offset += n;
         b->pos = b->last;
     }
 
     fb->last_buf = last ? 1 : 0;
     fb->last_in_chain = 1;
-    st->file_cl->next = NULL;
-    rb->bufs = st->file_cl;
+    rb->temp_file_cl->next = NULL;
+    rb->bufs = rb->temp_file_cl;
 
     return WEIR_OK;
 }
@@ -1193,10 +1188,14 @@ weir_http_open_temp_file(weir_http_request_t *r)
 
 
 static weir_int_t
-weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
+weir_http_body_open_temp(weir_http_request_t *r)
 {
-    weir_buf_t   *b;
-    weir_file_t  *file;
+    weir_buf_t                *b;
+    weir_file_t               *file;
+    weir_chain_t              *cl;
+    weir_http_request_body_t  *rb;
+
+    rb = r->request_body;
 
     file = weir_http_open_temp_file(r);
     if (file == NULL) {
@@ -1204,8 +1203,8 @@ weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
     }
 
     b = weir_calloc_buf(r->pool);
-    st->file_cl = weir_palloc(r->pool, sizeof(weir_chain_t));
-    if (b == NULL || st->file_cl == NULL) {
+    cl = weir_palloc(r->pool, sizeof(weir_chain_t));
+    if (b == NULL || cl == NULL) {
         return WEIR_ERROR;
     }
 
@@ -1216,9 +1215,10 @@ weir_http_body_open_temp(weir_http_request_t *r, weir_http_body_reader_t *st)
     b->file_last = 0;
     b->tag = (weir_buf_tag_t) &weir_http_read_client_request_body;
 
-    st->file_cl->buf = b;
-    st->file_cl->next = NULL;
-    st->file = file;
+    cl->buf = b;
+    cl->next = NULL;
+    rb->temp_file_cl = cl;
+    rb->temp_file = file;
 
     weir_log_error(WEIR_LOG_WARN, r->connection->log, 0,
                    "a client request body is buffered to a temporary file");

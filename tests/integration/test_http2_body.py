@@ -4,12 +4,14 @@ is still sending, a body without content-length goes chunked with the
 client's trailers as chunked trailers, and the window the client gets
 back follows what the origin took."""
 
+import socket
+import time
 import zlib
 
 from h2client import H2Client
 from test_http2 import start
 from test_proxy_stream import BLOCK, MiB, StreamOrigin
-from weirtest import wait_for
+from weirtest import DEADLINE, wait_for
 
 
 def streamed(weir, origin_addr, location="", server=""):
@@ -163,3 +165,66 @@ def test_streamed_body_timeout(weir):
         o.stop()
     assert "client timed out while reading client request body" \
         in weir.log()
+
+
+def _pump(c, sids, chunk):
+    """Sends on every stream of sids as much as its window allows, and
+    reads the WINDOW_UPDATEs, until nothing moves for three rounds (the
+    windows stay shut: the uploads are stuck). Bounded by DEADLINE."""
+    idle = 0
+    deadline = time.monotonic() + DEADLINE
+    while idle < 3:
+        assert time.monotonic() < deadline, "the uploads never settled"
+        moved = False
+        for sid in sids:
+            room = min(c.conn.local_flow_control_window(sid),
+                       c.conn.max_outbound_frame_size, len(chunk))
+            if room > 0:
+                c.conn.send_data(sid, chunk[:room])
+                moved = True
+        c.flush()
+        try:
+            c.read_once(timeout=0.2)
+            moved = True
+        except socket.timeout:
+            pass
+        idle = 0 if moved else idle + 1
+
+
+def test_stuck_uploads_leave_the_connection_window_open(weir,
+                                                         make_origin):
+    """Streamed uploads whose origin reads nothing hold DATA up to their
+    stream window. That DATA is credited to the connection window when
+    it arrives (not when the origin takes it), so six of them (6 x 64k,
+    more than the 256k connection window) do not shut the window the
+    other streams share: a buffered POST and a GET on the same
+    connection complete meanwhile."""
+    o = make_origin(rcvbuf=4096)
+    port, _ = start(weir, "        http2 on;\n"
+                    "        http2_stream_window_size 64k;\n"
+                    "        http2_connection_window_size 256k;\n"
+                    "        client_max_body_size 0;\n"
+                    "        client_body_buffer_size 16k;\n"
+                    "        location /no-read { proxy_pass http://%s;\n"
+                    "            proxy_request_buffering off;\n"
+                    "            proxy_read_timeout 60s;\n"
+                    "            proxy_send_timeout 60s;\n"
+                    "        }\n"
+                    "        location / { proxy_pass http://%s; }\n"
+                    % (o.addr, o.addr))
+    c = H2Client(port)
+    sids = [c.request("POST", "/no-read", end=False) for _ in range(6)]
+    _pump(c, sids, b"u" * 16384)
+    assert all(c.conn.local_flow_control_window(s) == 0 for s in sids)
+    # the stream windows are shut, the connection's is not
+    assert c.conn.outbound_flow_control_window > 0, \
+        c.conn.outbound_flow_control_window
+    body = b"small body " * 100
+    r = c.response(c.request("POST", "/echo", body=body))
+    assert r.status == 200 and r.body == body, (r.status, r.reset)
+    r = c.response(c.request("GET", "/tiny"))
+    assert r.status == 200 and len(r.body) == 64, (r.status, r.reset)
+    for sid in sids:
+        c.conn.reset_stream(sid)
+    c.flush()
+    c.close()

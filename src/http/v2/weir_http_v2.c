@@ -216,7 +216,8 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
         return;
     }
 
-    /* credit is given back as the request body is taken */
+    /* a stream's credit is given back as its request body is taken,
+     * the connection's as DATA arrives (on_data_chunk) */
     nghttp2_option_set_no_auto_window_update(opt, 1);
     /* floods of PING and SETTINGS (their ACKs queue up), rapid reset,
      * CONTINUATION; the HPACK table the client may make us keep */

@@ -141,13 +141,9 @@ struct weir_http_v2_stream_s {
     /* the request body */
     off_t                        body_received;
     weir_buf_t                  *body_buf;  /* memory block being filled */
-    weir_chain_t                *body_chain;
     size_t                       unconsumed;    /* DATA not yet credited */
     weir_chain_t                *pre;       /* DATA before read_body */
     weir_chain_t               **pre_last;
-    weir_file_t                 *body_file;
-    weir_chain_t                *body_file_cl;
-    size_t                       body_mem;  /* in rb->bufs, in memory */
     /* streamed (request_body_no_buffering): DATA not handed yet, the
      * blocks the consumer holds, blocks to reuse (all of ub_size) */
     weir_chain_t                *ub_in;

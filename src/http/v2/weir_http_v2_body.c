@@ -23,10 +23,11 @@ static void weir_http_v2_read_unbuffered_handler(weir_http_request_t *r);
  * A streamed body (proxy_request_buffering off). DATA is copied into
  * blocks of client_body_buffer_size (st->ub_in), handed to the consumer
  * through rb->bufs when it waits (st->ub_waiting), and credited to the
- * client (nghttp2_session_consume, so WINDOW_UPDATE) only when the
- * consumer calls read_unbuffered again having written it: the blocks
- * held are bounded by the stream window, and a slow origin slows the
- * client's upload. The blocks are reused through st->ub_free.
+ * stream (nghttp2_session_consume_stream, so WINDOW_UPDATE) only when
+ * the consumer calls read_unbuffered again having written it: the
+ * blocks held are bounded by the stream window, and a slow origin slows
+ * this upload only (the connection's credit went back on arrival). The
+ * blocks are reused through st->ub_free.
  */
 
 weir_int_t
@@ -236,7 +237,7 @@ weir_http_v2_ub_credit(weir_http_v2_stream_t *st)
     }
 
     if (n && st->h2c->session && !st->h2c->destroyed) {
-        (void) nghttp2_session_consume(st->h2c->session, st->id, n);
+        (void) nghttp2_session_consume_stream(st->h2c->session, st->id, n);
         st->unconsumed -= n;
         weir_http_v2_post_write(st->h2c);
     }

@@ -55,7 +55,6 @@ static weir_int_t weir_http_v2_body_put(weir_http_v2_stream_t *st,
     const unsigned char *data, size_t len);
 static weir_int_t weir_http_v2_body_deliver(weir_http_v2_stream_t *st,
     weir_uint_t last);
-static weir_int_t weir_http_v2_body_spill(weir_http_v2_stream_t *st);
 static weir_int_t weir_http_v2_body_finish(weir_http_v2_stream_t *st);
 static void weir_http_v2_read_body_handler(weir_http_request_t *r);
 static weir_uint_t weir_http_v2_body_received(weir_http_request_t *r);
@@ -1184,9 +1183,10 @@ weir_http_v2_close_streams(weir_http_v2_conn_t *h2c)
 /*
  * The request is freed (count zero, logged): the stream is reset if it
  * is still open (NO_ERROR after a complete response whose request body
- * was not read, INTERNAL_ERROR for a cut response), the credit of DATA
- * nobody took is given back to the connection, r->pool is destroyed and
- * the stream goes back to the session's free list. The session stays.
+ * was not read, INTERNAL_ERROR for a cut response), r->pool is
+ * destroyed and the stream goes back to the session's free list (the
+ * connection's credit of the DATA it kept went back on arrival). The
+ * session stays.
  */
 
 static void
@@ -1232,11 +1232,9 @@ weir_http_v2_request_done(weir_http_request_t *r, weir_int_t rc)
             }
         }
 
-        if (st->unconsumed) {
-            (void) nghttp2_session_consume_connection(h2c->session,
-                                                      st->unconsumed);
-            st->unconsumed = 0;
-        }
+        /* the connection's credit of what the stream kept went back
+         * as it came: nothing is owed to the client */
+        st->unconsumed = 0;
 
         (void) nghttp2_session_set_stream_user_data(h2c->session, st->id,
                                                     NULL);
@@ -1930,11 +1928,18 @@ weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
         return 0;
     }
 
+    /* the connection's credit goes back at once, whatever the stream
+     * does with the DATA: a stream keeps at most its own window, and
+     * streams whose consumer is slow must not shut the window that all
+     * the streams share (docs/dev/http2.md, "Request bodies"); from
+     * here on, only the stream's window waits for the consumer */
+    (void) nghttp2_session_consume_connection(session, len);
+
     r = st->request;
     st->body_received += len;
 
     if (st->discard || st->bad_status) {
-        (void) nghttp2_session_consume(session, stream_id, len);
+        (void) nghttp2_session_consume_stream(session, stream_id, len);
         return 0;
     }
 
@@ -1975,7 +1980,7 @@ weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
                        "client intended to send too large body: more than "
                        "%lld bytes", (long long) clcf->client_max_body_size);
         st->bad_status = WEIR_HTTP_REQUEST_ENTITY_TOO_LARGE;
-        (void) nghttp2_session_consume(session, stream_id, len);
+        (void) nghttp2_session_consume_stream(session, stream_id, len);
 
         if (st->reading && !st->rev.posted) {
             weir_post_event(&st->rev, &weir_posted_events);
@@ -2011,7 +2016,7 @@ weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
         /* credited only once the consumer has written it */
         if (weir_http_v2_ub_put(st, data, len) != WEIR_OK) {
             st->bad_status = WEIR_HTTP_INTERNAL_SERVER_ERROR;
-            (void) nghttp2_session_consume(session, stream_id, len);
+            (void) nghttp2_session_consume_stream(session, stream_id, len);
         }
 
         if (!st->rev.posted) {
@@ -2026,7 +2031,7 @@ weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
     }
 
     /* taken: the client may send as much again */
-    (void) nghttp2_session_consume(h2c->session, stream_id, len);
+    (void) nghttp2_session_consume_stream(h2c->session, stream_id, len);
 
     if (!st->rev.posted) {
         weir_post_event(&st->rev, &weir_posted_events);
@@ -2111,8 +2116,8 @@ weir_http_v2_read_body(weir_http_request_t *r)
     st->pre = NULL;
 
     if (st->unconsumed) {
-        (void) nghttp2_session_consume(st->h2c->session, st->id,
-                                       st->unconsumed);
+        (void) nghttp2_session_consume_stream(st->h2c->session, st->id,
+                                              st->unconsumed);
         st->unconsumed = 0;
         weir_http_v2_post_write(st->h2c);
     }
@@ -2211,7 +2216,7 @@ weir_http_v2_body_put(weir_http_v2_stream_t *st, const unsigned char *data,
                 return rc;
             }
 
-            rc = weir_http_v2_body_spill(st);
+            rc = weir_http_request_body_spill(st->request);
             if (rc != WEIR_OK) {
                 return rc;
             }
@@ -2286,86 +2291,6 @@ weir_http_v2_body_deliver(weir_http_v2_stream_t *st, weir_uint_t last)
 }
 
 
-/* what rb->bufs holds in memory goes to the temporary file, which is
- * then the one buffer of rb->bufs */
-
-static weir_int_t
-weir_http_v2_body_spill(weir_http_v2_stream_t *st)
-{
-    size_t                     n;
-    weir_uint_t                last;
-    weir_buf_t                *fb, *b;
-    weir_chain_t              *cl;
-    weir_http_request_t       *r;
-    weir_http_request_body_t  *rb;
-
-    r = st->request;
-    rb = r->request_body;
-
-    if (st->body_file == NULL) {
-        st->body_file = weir_http_open_temp_file(r);
-        if (st->body_file == NULL) {
-            return WEIR_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        fb = weir_calloc_buf(r->pool);
-        st->body_file_cl = weir_palloc(r->pool, sizeof(weir_chain_t));
-        if (fb == NULL || st->body_file_cl == NULL) {
-            return WEIR_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        fb->in_file = 1;
-        fb->temp_file = 1;
-        fb->file = st->body_file;
-        fb->tag = (weir_buf_tag_t) &weir_http_read_client_request_body;
-        st->body_file_cl->buf = fb;
-
-        weir_log_error(WEIR_LOG_WARN, st->fc->log, 0,
-                       "a client request body is buffered to a temporary "
-                       "file");
-    }
-
-    fb = st->body_file_cl->buf;
-    last = fb->last_buf;
-
-    for (cl = rb->bufs; cl; cl = cl->next) {
-        b = cl->buf;
-
-        if (b == fb) {
-            continue;
-        }
-
-        if (b->last_buf) {
-            last = 1;
-        }
-
-        if (!weir_buf_in_memory(b) || b->last == b->pos) {
-            continue;
-        }
-
-        n = b->last - b->pos;
-
-        if (weir_write_fd(st->body_file->fd, b->pos, n) != (ssize_t) n) {
-            weir_log_error(WEIR_LOG_CRIT, st->fc->log, weir_errno,
-                           "write() to \"%.*s\" failed",
-                           WEIR_STR_ARG(st->body_file->name));
-            return WEIR_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        fb->file_last += n;
-        st->body_file->offset += n;
-        b->pos = b->last;
-    }
-
-    fb->last_buf = last ? 1 : 0;
-    fb->last_in_chain = 1;
-    st->body_file_cl->next = NULL;
-    rb->bufs = st->body_file_cl;
-
-    return WEIR_OK;
-}
-
-
 static weir_int_t
 weir_http_v2_body_finish(weir_http_v2_stream_t *st)
 {
@@ -2376,8 +2301,8 @@ weir_http_v2_body_finish(weir_http_v2_stream_t *st)
         return rc;
     }
 
-    if (st->body_file) {
-        rc = weir_http_v2_body_spill(st);
+    if (st->request->request_body->temp_file) {
+        rc = weir_http_request_body_spill(st->request);
         if (rc != WEIR_OK) {
             return rc;
         }
@@ -2400,8 +2325,8 @@ weir_http_v2_discard_body(weir_http_request_t *r)
     st->pre = NULL;
 
     if (st->unconsumed && st->h2c->session) {
-        (void) nghttp2_session_consume(st->h2c->session, st->id,
-                                       st->unconsumed);
+        (void) nghttp2_session_consume_stream(st->h2c->session, st->id,
+                                              st->unconsumed);
         st->unconsumed = 0;
         weir_http_v2_post_write(st->h2c);
     }

@@ -220,7 +220,7 @@ weir_http_v2_tunnel_start(weir_http_request_t *r, weir_str_t *preread)
             p = weir_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
         }
 
-        (void) nghttp2_session_consume(h2c->session, st->id, len);
+        (void) nghttp2_session_consume_stream(h2c->session, st->id, len);
         st->unconsumed -= len;
         weir_http_v2_post_write(h2c);
     }
@@ -282,7 +282,7 @@ weir_http_v2_tunnel_recv(weir_http_request_t *r, unsigned char *buf,
     }
 
     /* taken: the client may send as much again */
-    (void) nghttp2_session_consume(st->h2c->session, st->id, n);
+    (void) nghttp2_session_consume_stream(st->h2c->session, st->id, n);
     st->unconsumed -= n;
     weir_http_v2_post_write(st->h2c);
 
