@@ -984,7 +984,7 @@ invalid:
 weir_int_t
 weir_http_parse_complex_uri(weir_http_request_t *r, weir_uint_t merge_slashes)
 {
-    unsigned char  *p, *end, *d, *u, *seg, *last;
+    unsigned char  *p, *end, *d, *u, *seg;
     size_t          n, w, i, j, k;
     weir_int_t      hi, lo;
 
@@ -1097,20 +1097,49 @@ weir_http_parse_complex_uri(weir_http_request_t *r, weir_uint_t merge_slashes)
 
     r->uri.len = w;
 
-    last = u + w;
-
-    for (p = last; p > u && p[-1] != '/'; p--) {
-        if (p[-1] == '.') {
-            if (p < last) {
-                r->exten.data = p;
-                r->exten.len = last - p;
-            }
-
-            break;
-        }
-    }
+    weir_http_set_exten(r);
 
     return WEIR_OK;
+}
+
+
+void
+weir_http_parse_simple_uri(weir_http_request_t *r)
+{
+    r->uri.data = r->uri_start;
+    r->uri.len = (r->args_start ? r->args_start - 1 : r->uri_end)
+                 - r->uri_start;
+
+    if (r->args_start) {
+        r->args.data = r->args_start;
+        r->args.len = r->uri_end - r->args_start;
+    }
+
+    weir_http_set_exten(r);
+}
+
+
+/* r->exten as nginx sets it: what follows the last '.' of r->uri's last
+ * segment, unless that '.' starts the segment ("/.hidden" has none) */
+
+void
+weir_http_set_exten(weir_http_request_t *r)
+{
+    size_t  i;
+
+    weir_str_null(&r->exten);
+
+    for (i = r->uri.len; i > 1; i--) {
+        if (r->uri.data[i - 1] == '.' && r->uri.data[i - 2] != '/') {
+            r->exten.len = r->uri.len - i;
+            r->exten.data = &r->uri.data[i];
+            return;
+        }
+
+        if (r->uri.data[i - 1] == '/') {
+            return;
+        }
+    }
 }
 
 

@@ -21,6 +21,11 @@ weir_int_t weir_http_parse_header_line(weir_http_request_t *r,
  * WEIR_OK or WEIR_HTTP_PARSE_INVALID_REQUEST; writes r->uri */
 weir_int_t weir_http_parse_complex_uri(weir_http_request_t *r,
     weir_uint_t merge_slashes);
+/* a target with nothing to decode or normalize (no '%', "//", "/."):
+ * r->uri is its path as received, r->args and r->exten as
+ * weir_http_parse_complex_uri sets them */
+void weir_http_parse_simple_uri(weir_http_request_t *r);
+void weir_http_set_exten(weir_http_request_t *r);
 
 /*
  * Chunked bodies: returns WEIR_OK when ctx->size bytes of chunk data

@@ -15,7 +15,6 @@
 
 static weir_int_t weir_http_core_find_static_location(weir_http_request_t *r,
     weir_http_location_tree_node_t *node);
-static void weir_http_set_exten(weir_http_request_t *r);
 static weir_http_phase_handler_pt weir_http_phase_checker(weir_uint_t phase);
 
 
@@ -912,27 +911,6 @@ weir_http_core_find_static_location(weir_http_request_t *r,
         }
 
         node = node->left;
-    }
-}
-
-
-static void
-weir_http_set_exten(weir_http_request_t *r)
-{
-    size_t  i;
-
-    weir_str_null(&r->exten);
-
-    for (i = r->uri.len; i > 1; i--) {
-        if (r->uri.data[i - 1] == '.' && r->uri.data[i - 2] != '/') {
-            r->exten.len = r->uri.len - i;
-            r->exten.data = &r->uri.data[i];
-            return;
-        }
-
-        if (r->uri.data[i - 1] == '/') {
-            return;
-        }
     }
 }
 

@@ -710,9 +710,9 @@ def test_slow_origin_response_streamed(weir, make_origin, framing):
 URI_CASES = ["/a.txt", "/d/a.b/c", "/d/a.b/c.tar.gz?x=1", "/d/e.?q", "/e.",
              "/p?a=%41&b=/../c", "/%41%2e/b", "/x//y/./z/../w.html",
              "/.hidden", "/a/..", "/a/.", "/+plus+", "/?", "/",
-             "/d/a.b/c.tar.%67z", "/x/y/w.html"]
+             "/d/a.b/c.tar.%67z", "/x/y/w.html", "/x.b/.b", "/x.b/%2eb"]
 URI_FILES = ["a.txt", "d/a.b/c", "d/a.b/c.tar.gz", "e.", "x/y/w.html",
-             ".hidden", "A./b"]
+             ".hidden", "A./b", "x.b/.b"]
 
 
 @pytest.mark.parametrize("path", URI_CASES)
@@ -726,7 +726,8 @@ def test_uri_as_http1_makes_it(weir, path):
 
     port, html = start(weir, "        http2 on;\n"
                        "        types { text/html html; text/plain txt;"
-                       " application/x-b b; application/gzip gz; }\n"
+                       " application/x-b b; application/gzip gz;"
+                       " application/x-hidden hidden; }\n"
                        "        default_type application/x-none;\n"
                        "        location /s/ { }\n"
                        "        location / { return 200 \"$uri|$args|"
@@ -760,3 +761,6 @@ def test_uri_as_http1_makes_it(weir, path):
         assert h2("/s" + path)[:2] == (200, "text/html")
     if path == "/d/a.b/c.tar.gz?x=1":
         assert h2("/s" + path)[:2] == (200, "application/gzip")
+    if path in ("/.hidden", "/x.b/.b", "/x.b/%2eb"):
+        # as nginx: a '.' that starts the segment begins no extension
+        assert h2("/s" + path)[:2] == (200, "application/x-none")

@@ -860,7 +860,8 @@ static weir_int_t
 weir_http_v2_request_target(weir_http_v2_stream_t *st)
 {
     size_t                      len;
-    unsigned char              *p, *last, *q, *end;
+    unsigned char              *p, *last, *q, *query;
+    weir_uint_t                 complex;
     weir_http_request_t        *r;
     weir_http_core_srv_conf_t  *cscf;
 
@@ -895,11 +896,32 @@ weir_http_v2_request_target(weir_http_v2_stream_t *st)
     q = weir_cpymem(q, " HTTP/2.0", sizeof(" HTTP/2.0") - 1);
     r->request_line.len = q - r->request_line.data;
 
+    /* one pass: no control byte, space or '#'; where the query starts;
+     * whether the path needs the normalizer ('%', "//", "/."), as the
+     * HTTP/1 parser decides it for a request line */
+
+    query = NULL;
+    complex = 0;
+
     for (q = p; q < last; q++) {
         if (*q <= 0x20 || *q == 0x7f || *q == '#') {
             weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
                            "client sent invalid \":path\"");
             return WEIR_ERROR;
+        }
+
+        if (query) {
+            continue;
+        }
+
+        if (*q == '?') {
+            query = q;
+
+        } else if (*q == '%'
+                   || (*q == '/' && q + 1 < last
+                       && (q[1] == '/' || q[1] == '.')))
+        {
+            complex = 1;
         }
     }
 
@@ -926,41 +948,10 @@ weir_http_v2_request_target(weir_http_v2_stream_t *st)
 
     r->uri_start = p;
     r->uri_end = last;
-    q = weir_strlchr(p, last, '?');
-    r->args_start = q ? q + 1 : NULL;
-    end = q ? q : last;
+    r->args_start = query ? query + 1 : NULL;
 
-    /* nothing to decode or normalize (no '%', "//", "/."): the path is
-     * the URI, as the HTTP/1 parser decides for a simple request line */
-
-    for (q = p; q < end; q++) {
-        if (*q == '%'
-            || (*q == '/' && q + 1 < end && (q[1] == '/' || q[1] == '.')))
-        {
-            break;
-        }
-    }
-
-    if (q == end) {
-        r->uri.data = p;
-        r->uri.len = end - p;
-
-        if (r->args_start) {
-            r->args.data = r->args_start;
-            r->args.len = last - r->args_start;
-        }
-
-        for (q = end; q > p && q[-1] != '/'; q--) {
-            if (q[-1] == '.') {
-                if (q < end) {
-                    r->exten.data = q;
-                    r->exten.len = end - q;
-                }
-
-                break;
-            }
-        }
-
+    if (!complex) {
+        weir_http_parse_simple_uri(r);
         return WEIR_OK;
     }
 
