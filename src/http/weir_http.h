@@ -122,6 +122,10 @@ struct weir_http_v2_hooks_s {
      */
     void         (*init_connection)(weir_connection_t *c,
                                     unsigned char *data, size_t len);
+
+    /* the origin protocol of "proxy_http_version 2"
+     * (weir_http_v2_upstream.c) */
+    weir_http_upstream_proto_t  *upstream;
 };
 
 /* request lifecycle: see docs/dev/lifetimes.md */

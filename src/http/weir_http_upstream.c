@@ -345,7 +345,9 @@ weir_http_upstream_choose(weir_http_upstream_t *u)
     }
 
     if (us->peer.init(r, us) != WEIR_OK
-        || weir_http_upstream_keepalive_init_peer(r, us) != WEIR_OK)
+        || weir_http_upstream_keepalive_init_peer(r, us) != WEIR_OK
+        || (u->proto->session
+            && weir_http_upstream_session_init_peer(r, us) != WEIR_OK))
     {
         weir_http_finalize_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
         return WEIR_ERROR;
@@ -514,6 +516,13 @@ weir_http_upstream_take_connection(weir_http_upstream_t *u,
     c->pool->log = c->log;
     c->read->handler = weir_http_upstream_handler;
     c->write->handler = weir_http_upstream_handler;
+
+    if (weir_http_upstream_is_stream(c)) {
+        /* a stream of a session: the session owns the socket */
+        c->sendfile = 0;
+        return;
+    }
+
     c->sendfile = 1;
 
     if (u->conf->socket_keepalive) {
@@ -535,9 +544,9 @@ weir_http_upstream_connected(weir_http_upstream_t *u)
     ctx = u->pipe;
     c = u->peer.connection;
 
-    if (u->ssl && c->ssl == NULL) {
-        /* a fresh connection to an https:// origin (a cached one has
-         * its TLS already) */
+    if (u->ssl && c->ssl == NULL && !weir_http_upstream_is_stream(c)) {
+        /* a fresh connection to an https:// origin (a cached one, or a
+         * session's, has its TLS already) */
         weir_http_upstream_ssl_handshake(u);
         return;
     }
@@ -546,6 +555,24 @@ weir_http_upstream_connected(weir_http_upstream_t *u)
 
     if (c->write->timer_set) {
         weir_event_del_timer(c->write);
+    }
+
+    if (u->proto->session && !weir_http_upstream_is_stream(c)) {
+        /* a fresh connection for a multiplexed protocol: it becomes a
+         * session of the pool, this attempt one of its streams */
+        if (weir_http_upstream_session_start(u) != WEIR_OK) {
+            weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_ERROR);
+            return;
+        }
+
+        c = u->peer.connection;
+        weir_http_upstream_take_connection(u, c);
+    }
+
+    if (weir_http_upstream_is_stream(c)) {
+        /* the stream's head went to the session: the origin may act on
+         * it (REFUSED_STREAM and GOAWAY say when it did not) */
+        ctx->sent_any = 1;
     }
 
     /* as nginx's $upstream_connect_time: the TLS handshake included */
@@ -911,17 +938,26 @@ weir_http_upstream_cached_retry(weir_http_upstream_t *u)
 
     ctx = u->pipe;
 
-    if (!u->peer.cached || u->response_started || ctx->cached_retried
-        || ctx->body_consumed || u->header_sent)
+    if ((!u->peer.cached && !u->unprocessed) || u->response_started
+        || ctx->cached_retried || ctx->body_consumed || u->header_sent)
     {
         return 0;
     }
 
     ctx->cached_retried = 1;
 
-    weir_log_error(WEIR_LOG_INFO, u->request->connection->log, 0,
-                   "upstream closed a kept-alive connection, retrying on "
-                   "another connection");
+    if (u->unprocessed) {
+        weir_log_error(WEIR_LOG_INFO, u->request->connection->log, 0,
+                       "upstream did not process the request, retrying "
+                       "on another connection");
+
+    } else {
+        weir_log_error(WEIR_LOG_INFO, u->request->connection->log, 0,
+                       "upstream closed a kept-alive connection, retrying "
+                       "on another connection");
+    }
+
+    u->unprocessed = 0;
 
     weir_http_upstream_end_attempt(u);
 
@@ -944,7 +980,14 @@ weir_http_upstream_cached_retry(weir_http_upstream_t *u)
             weir_event_del_timer(c->write);
         }
 
-        weir_http_upstream_close(c);
+        if (weir_http_upstream_is_stream(c)) {
+            /* the stream goes, its session stays the pool's */
+            weir_http_upstream_session_detach(u);
+
+        } else {
+            weir_http_upstream_close(c);
+        }
+
         u->peer.connection = NULL;
     }
 

@@ -38,6 +38,8 @@
 
 typedef struct weir_http_upstream_srv_conf_s   weir_http_upstream_srv_conf_t;
 typedef struct weir_http_upstream_proto_s      weir_http_upstream_proto_t;
+typedef struct weir_http_upstream_session_ops_s
+    weir_http_upstream_session_ops_t;
 
 
 /* ---- configuration shared by the modules that use the core ---------- */
@@ -279,9 +281,111 @@ struct weir_http_upstream_proto_s {
      * the whole request including the body was sent, no extra bytes.)
      */
     weir_uint_t (*keepalive)(weir_http_upstream_t *u);
+
+    /*
+     * The session layer (docs/dev/upstream.md, "Sessions"): NULL for a
+     * byte-stream protocol that carries one request at a time on the
+     * origin connection itself (HTTP/1.1). A multiplexed protocol
+     * (HTTP/2) gives each attempt a stream connection on a shared
+     * session instead: u->peer.connection is then a connection with fd
+     * -1 whose recv/writev/send move body bytes of that stream, whose
+     * read and write events the session posts, and on which the core
+     * arms its timers as on any connection.
+     */
+    weir_http_upstream_session_ops_t  *session;
+
+    /* optional: the whole request (head and body) was written to the
+     * connection (HTTP/2: the stream's END_STREAM) */
+    void        (*request_done)(weir_http_upstream_t *u);
+
+    /*
+     * The session delivers response heads already parsed (HTTP/2):
+     * process_header reads no bytes of u->buffer and returns WEIR_AGAIN
+     * until a head is there (the read event is posted then), or
+     * WEIR_HTTP_UPSTREAM_CLOSED when the stream ended before one.
+     */
+    unsigned                     parsed_head:1;
 };
 
+/* u->alpn: what a TLS origin is offered (the context's "http/1.1", or
+ * "h2" alone, or "h2" then "http/1.1"); part of the pool key */
+#define WEIR_HTTP_UPSTREAM_ALPN_DEFAULT    0
+#define WEIR_HTTP_UPSTREAM_ALPN_H2         1
+#define WEIR_HTTP_UPSTREAM_ALPN_AUTO       2
+
+/* process_header of a parsed_head protocol: the stream ended (reset, the
+ * session closed) before a head; u->unprocessed says whether the origin
+ * is known not to have processed the request (REFUSED_STREAM, above a
+ * GOAWAY's last stream id) */
+#define WEIR_HTTP_UPSTREAM_CLOSED          42
+
 extern weir_http_upstream_proto_t  weir_http_upstream_v1_proto;
+
+/* where hi links the first field of token (weir_http_upstream_v1.c) */
+weir_http_header_t **weir_http_upstream_header_link(
+    weir_http_upstream_headers_in_t *hi, weir_uint_t token);
+
+
+/* ---- the session layer ---------------------------------------------- */
+
+/*
+ * A multiplexed session to an origin, shared by the requests of a worker
+ * (weir_http_upstream_session.c keeps the pool). The protocol embeds it
+ * first in its own session object and implements the ops.
+ */
+typedef struct weir_http_upstream_session_s  weir_http_upstream_session_t;
+
+struct weir_http_upstream_session_ops_s {
+    /* the fresh origin connection c of u (connected, TLS done) becomes
+     * a session: the protocol owns c from now on. NULL: failed (logged),
+     * c is still the core's */
+    weir_http_upstream_session_t *(*create)(weir_http_upstream_t *u,
+                                            weir_connection_t *c);
+    /* a stream for u on s with u's request head submitted: its
+     * connection (c->data is for the core to set), or NULL (logged) */
+    weir_connection_t  *(*open_stream)(weir_http_upstream_session_t *s,
+                                       weir_http_upstream_t *u);
+    /* the attempt on the stream is over: complete (the response ended,
+     * the request was all sent) or not (the stream is reset) */
+    void                (*close_stream)(weir_http_upstream_session_t *s,
+                                        weir_connection_t *fc,
+                                        weir_uint_t complete);
+    /* may s open another stream now (the origin's
+     * SETTINGS_MAX_CONCURRENT_STREAMS and the local cap)? */
+    weir_uint_t         (*has_room)(weir_http_upstream_session_t *s);
+    /* ends s (a GOAWAY, then the connection closes when it can) */
+    void                (*close)(weir_http_upstream_session_t *s);
+};
+
+struct weir_http_upstream_session_s {
+    weir_queue_t                       queue;   /* in its pool */
+    weir_queue_t                       idle_queue;  /* while no stream */
+    void                              *pool;    /* NULL: out of it */
+    weir_http_upstream_session_ops_t  *ops;
+    weir_connection_t                 *connection;
+    weir_event_t                       idle;    /* keepalive_timeout */
+    weir_uint_t                        streams; /* open */
+    weir_uint_t                        requests;/* streams opened */
+    weir_msec_t                        start_time;
+    socklen_t                          socklen;
+    weir_sockaddr_t                    sockaddr;
+    size_t                             key_len;
+    unsigned char                      key[WEIR_PEER_KEY_MAX];
+    unsigned                           draining:1;  /* no new stream */
+    unsigned                           failed:1;    /* one failure was
+                                                       counted for it */
+};
+
+/*
+ * For the protocols: the session can take no new stream (a GOAWAY, an
+ * error); and it is gone (the connection closed): out of the pool. The
+ * protocol frees its session once it is gone and no stream is open.
+ */
+void weir_http_upstream_session_drain(weir_http_upstream_session_t *s);
+/* a failure of the session reported by the first of its streams only
+ * (passive health counts a session once): returns 1 the first time */
+weir_uint_t weir_http_upstream_session_failure(
+    weir_http_upstream_session_t *s);
 
 
 /* ---- peers and balancers -------------------------------------------- */
@@ -341,6 +445,9 @@ struct weir_http_upstream_srv_conf_s {
     /* the keep-alive pool of this group (weir_http_upstream_keepalive.c;
      * NULL when "keepalive 0") */
     void                        *keepalive;
+    /* its session pool (weir_http_upstream_session.c), NULL until a
+     * request of this worker needs one */
+    void                        *sessions;
 
     /* "zone": the shared memory zone that holds the run-time state of
      * the group's peers (NULL: per worker), and where the directive is */
@@ -517,6 +624,36 @@ weir_int_t weir_http_upstream_keepalive_init_peer(weir_http_request_t *r,
 /* closes every idle cached connection of this worker (graceful stop) */
 void weir_http_upstream_keepalive_close_all(weir_cycle_t *cycle);
 
+/* the keep-alive settings of a group (the defaults for us NULL or a
+ * group without the directives): sessions follow them too */
+typedef struct {
+    weir_int_t                   max_cached;
+    weir_int_t                   requests;
+    weir_msec_t                  timeout;
+    weir_msec_t                  time;
+} weir_http_upstream_keepalive_conf_t;
+
+void weir_http_upstream_keepalive_conf(weir_http_upstream_srv_conf_t *us,
+    weir_http_upstream_keepalive_conf_t *conf);
+
+/*
+ * The session pool (weir_http_upstream_session.c): for a protocol with
+ * sessions, called after the keep-alive pool's init, it wraps
+ * u->peer.get/free again: get hands out a stream on a session to the
+ * chosen peer that has room (WEIR_DONE), free closes the stream.
+ * weir_http_upstream_session_start makes a fresh connection a session
+ * and puts a stream of it in u->peer.connection.
+ */
+weir_int_t weir_http_upstream_session_init_peer(weir_http_request_t *r,
+    weir_http_upstream_srv_conf_t *us);
+weir_int_t weir_http_upstream_session_start(weir_http_upstream_t *u);
+/* the attempt's stream goes (reset), the peer stays held (a retry on a
+ * fresh connection to the same peer follows) */
+void weir_http_upstream_session_detach(weir_http_upstream_t *u);
+/* is c a stream connection of a session? */
+#define weir_http_upstream_is_stream(c)  ((c)->fd == (weir_fd_t) -1)
+void weir_http_upstream_session_close_all(weir_cycle_t *cycle);
+
 
 /* ---- the per-request upstream object -------------------------------- */
 
@@ -613,6 +750,14 @@ struct weir_http_upstream_s {
                                                            request body was
                                                            all sent: the
                                                            rest is not */
+    unsigned                         alpn:2;            /* TLS: what to
+                                                           offer, below */
+    unsigned                         origin_h2:1;       /* ALPN chose h2 */
+    unsigned                         unprocessed:1;     /* the origin did
+                                                           not process this
+                                                           attempt (HTTP/2
+                                                           REFUSED_STREAM,
+                                                           GOAWAY) */
 };
 
 /*

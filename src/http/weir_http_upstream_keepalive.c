@@ -44,7 +44,7 @@ typedef struct {
 
 
 typedef struct {
-    weir_http_upstream_keepalive_srv_conf_t   conf;   /* resolved */
+    weir_http_upstream_keepalive_conf_t  conf;   /* resolved */
     weir_queue_t                         cache;  /* idle; head: newest */
     weir_queue_t                         free;   /* unused items */
     weir_queue_t                         free_peers;
@@ -242,6 +242,45 @@ weir_http_upstream_keepalive_init_peer(weir_http_request_t *r,
 }
 
 
+void
+weir_http_upstream_keepalive_conf(weir_http_upstream_srv_conf_t *us,
+    weir_http_upstream_keepalive_conf_t *conf)
+{
+    weir_http_upstream_keepalive_srv_conf_t  *kcf;
+
+    kcf = NULL;
+
+    if (us && us->srv_conf) {
+        kcf = us->srv_conf[weir_http_upstream_keepalive_module.ctx_index];
+    }
+
+    conf->max_cached = WEIR_HTTP_UPSTREAM_KEEPALIVE_N;
+    conf->requests = WEIR_HTTP_UPSTREAM_KEEPALIVE_REQUESTS;
+    conf->timeout = WEIR_HTTP_UPSTREAM_KEEPALIVE_TIMEOUT;
+    conf->time = WEIR_HTTP_UPSTREAM_KEEPALIVE_TIME;
+
+    if (kcf == NULL) {
+        return;
+    }
+
+    if (kcf->max_cached != WEIR_CONF_UNSET) {
+        conf->max_cached = kcf->max_cached;
+    }
+
+    if (kcf->requests != WEIR_CONF_UNSET) {
+        conf->requests = kcf->requests;
+    }
+
+    if (kcf->timeout != WEIR_CONF_UNSET_MSEC) {
+        conf->timeout = kcf->timeout;
+    }
+
+    if (kcf->time != WEIR_CONF_UNSET_MSEC) {
+        conf->time = kcf->time;
+    }
+}
+
+
 /*
  * The group's pool, allocated on first use in this worker: NULL when the
  * pool is off, WEIR_CONF_UNSET_PTR when the allocation failed.
@@ -257,40 +296,13 @@ weir_http_upstream_keepalive_get_cache(weir_http_upstream_srv_conf_t *us)
     weir_http_upstream_keepalive_item_t      *items;
     weir_http_upstream_keepalive_peer_t      *peers;
     weir_http_upstream_keepalive_cache_t     *cache;
-    weir_http_upstream_keepalive_srv_conf_t   conf, *kcf;
+    weir_http_upstream_keepalive_conf_t       conf;
 
     if (us->keepalive) {
         return us->keepalive;
     }
 
-    kcf = NULL;
-
-    if (us->srv_conf) {
-        kcf = us->srv_conf[weir_http_upstream_keepalive_module.ctx_index];
-    }
-
-    conf.max_cached = WEIR_HTTP_UPSTREAM_KEEPALIVE_N;
-    conf.requests = WEIR_HTTP_UPSTREAM_KEEPALIVE_REQUESTS;
-    conf.timeout = WEIR_HTTP_UPSTREAM_KEEPALIVE_TIMEOUT;
-    conf.time = WEIR_HTTP_UPSTREAM_KEEPALIVE_TIME;
-
-    if (kcf) {
-        if (kcf->max_cached != WEIR_CONF_UNSET) {
-            conf.max_cached = kcf->max_cached;
-        }
-
-        if (kcf->requests != WEIR_CONF_UNSET) {
-            conf.requests = kcf->requests;
-        }
-
-        if (kcf->timeout != WEIR_CONF_UNSET_MSEC) {
-            conf.timeout = kcf->timeout;
-        }
-
-        if (kcf->time != WEIR_CONF_UNSET_MSEC) {
-            conf.time = kcf->time;
-        }
-    }
+    weir_http_upstream_keepalive_conf(us, &conf);
 
     if (conf.max_cached == 0) {
         return NULL;
@@ -842,6 +854,7 @@ static void
 weir_http_upstream_keepalive_exit_process(weir_cycle_t *cycle)
 {
     weir_http_upstream_keepalive_close_all(cycle);
+    weir_http_upstream_session_close_all(cycle);
 }
 
 

@@ -23,6 +23,8 @@
 #define WEIR_HTTP_UPSTREAM_READV        16
 
 
+static void weir_http_upstream_parsed_head(weir_http_upstream_t *u);
+static weir_int_t weir_http_upstream_interim(weir_http_upstream_t *u);
 static void weir_http_upstream_head_done(weir_http_upstream_t *u);
 static weir_uint_t weir_http_upstream_status_ft(weir_uint_t status);
 static weir_uint_t weir_http_upstream_has_error_page(weir_http_request_t *r,
@@ -58,6 +60,11 @@ weir_http_upstream_process_head(weir_http_upstream_t *u)
     c = u->peer.connection;
     cc = r->connection;
     b = &u->buffer;
+
+    if (u->proto->parsed_head) {
+        weir_http_upstream_parsed_head(u);
+        return;
+    }
 
     for ( ;; ) {
 
@@ -115,19 +122,9 @@ weir_http_upstream_process_head(weir_http_upstream_t *u)
                 break;
             }
 
-            rc = WEIR_DECLINED;
-
-            if (r->proto && r->proto->send_interim && !r->header_sent) {
-                rc = r->proto->send_interim(r, u->headers_in.status_n,
-                                            &u->headers_in.headers);
-            }
-
-            if (rc == WEIR_ERROR) {
-                weir_http_upstream_finalize(u, WEIR_ERROR);
+            if (weir_http_upstream_interim(u) != WEIR_OK) {
                 return;
             }
-
-            u->proto->reinit_head(u);
         }
 
         if (rc == WEIR_AGAIN) {
@@ -148,6 +145,101 @@ weir_http_upstream_process_head(weir_http_upstream_t *u)
         weir_http_upstream_head_done(u);
         return;
     }
+}
+
+
+/*
+ * The head of a protocol whose session parses it (HTTP/2): no bytes
+ * pass through u->buffer; the stream's read event comes back here when
+ * a head or the end of the stream arrives.
+ */
+
+static void
+weir_http_upstream_parsed_head(weir_http_upstream_t *u)
+{
+    weir_int_t                 rc;
+    weir_connection_t         *c, *cc;
+    weir_http_request_t       *r;
+    weir_http_upstream_ctx_t  *ctx;
+
+    r = u->request;
+    ctx = u->pipe;
+    c = u->peer.connection;
+    cc = r->connection;
+
+    cc->log->action = "reading response header from upstream";
+
+    for ( ;; ) {
+        rc = u->proto->process_header(u);
+
+        if (rc == WEIR_AGAIN) {
+            if (!ctx->sending && !c->read->timer_set) {
+                weir_event_add_timer(c->read, u->conf->read_timeout);
+            }
+
+            return;
+        }
+
+        if (rc == WEIR_HTTP_UPSTREAM_CLOSED) {
+            /* logged by the handler */
+            if (weir_http_upstream_cached_retry(u)) {
+                return;
+            }
+
+            weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_ERROR);
+            return;
+        }
+
+        u->response_started = 1;
+
+        if (rc != WEIR_HTTP_UPSTREAM_INTERIM) {
+            break;
+        }
+
+        if (weir_http_upstream_interim(u) != WEIR_OK) {
+            return;
+        }
+    }
+
+    if (rc == WEIR_HTTP_UPSTREAM_INVALID_HEADER) {
+        weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_INVALID_HEADER);
+        return;
+    }
+
+    if (rc != WEIR_OK) {
+        weir_http_upstream_finalize(u, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    weir_http_upstream_head_done(u);
+}
+
+
+/* an interim head in u->headers_in goes to the client (HTTP/1.1 and
+ * HTTP/2 clients; dropped for HTTP/1.0); WEIR_ERROR: finalized */
+
+static weir_int_t
+weir_http_upstream_interim(weir_http_upstream_t *u)
+{
+    weir_int_t            rc;
+    weir_http_request_t  *r;
+
+    r = u->request;
+    rc = WEIR_DECLINED;
+
+    if (r->proto && r->proto->send_interim && !r->header_sent) {
+        rc = r->proto->send_interim(r, u->headers_in.status_n,
+                                    &u->headers_in.headers);
+    }
+
+    if (rc == WEIR_ERROR) {
+        weir_http_upstream_finalize(u, WEIR_ERROR);
+        return WEIR_ERROR;
+    }
+
+    u->proto->reinit_head(u);
+
+    return WEIR_OK;
 }
 
 
@@ -998,7 +1090,9 @@ weir_http_upstream_process(weir_http_upstream_t *u)
 
         nb = 0;
 
-        if (c->ssl == NULL && !ctx->spilling) {
+        if (c->ssl == NULL && !ctx->spilling
+            && !weir_http_upstream_is_stream(c))
+        {
             nb = weir_http_upstream_more_raws(u, more);
         }
 
@@ -1113,7 +1207,8 @@ weir_http_upstream_process(weir_http_upstream_t *u)
                 weir_event_del_timer(c->read);
             }
 
-            if ((weir_event_flags & WEIR_USE_LEVEL_EVENT) && c->read->active)
+            if ((weir_event_flags & WEIR_USE_LEVEL_EVENT) && c->read->active
+                && !weir_http_upstream_is_stream(c))
             {
                 (void) weir_del_event(c->read, WEIR_READ_EVENT, 0);
             }

@@ -261,6 +261,10 @@ weir_http_upstream_body_sent(weir_http_upstream_t *u)
     u->request_body_sent = 1;
     ctx->sending = 0;
 
+    if (u->proto->request_done) {
+        u->proto->request_done(u);
+    }
+
     if (!u->request_buffering) {
         /* the body is all read: watch for a client that goes away */
         weir_http_upstream_client_handlers(u);
@@ -415,8 +419,9 @@ weir_http_upstream_write_chain(weir_http_upstream_t *u, weir_chain_t *in,
             continue;
         }
 
-        if (c->ssl) {
-            /* TLS encrypts in user space: no sendfile() */
+        if (c->ssl || !c->sendfile) {
+            /* TLS encrypts in user space, a stream's connection frames
+             * in user space: no sendfile() */
             n = weir_http_upstream_send_file_copy(c, b, &want);
 
             if (n == WEIR_ERROR) {

@@ -109,7 +109,10 @@ weir_http_upstream_proto_t  weir_http_upstream_v1_proto = {
     weir_http_upstream_v1_reinit_head,
     weir_http_upstream_v1_input_filter_init,
     weir_http_upstream_v1_input_filter,
-    weir_http_upstream_v1_keepalive
+    weir_http_upstream_v1_keepalive,
+    NULL,                                   /* one request at a time */
+    NULL,
+    0
 };
 
 
@@ -896,8 +899,6 @@ weir_http_upstream_v1_add_header(weir_http_upstream_t *u,
     weir_log_debug(log, 0, "upstream header: \"%.*s: %.*s\"",
                    WEIR_STR_ARG(h->key), WEIR_STR_ARG(h->value));
 
-    link = NULL;
-
     switch (h->token) {
 
     case WEIR_HTTP_HDR_CONTENT_LENGTH:
@@ -924,7 +925,6 @@ weir_http_upstream_v1_add_header(weir_http_upstream_t *u,
         }
 
         hi->content_length_n = n;
-        link = &hi->content_length;
         break;
 
     case WEIR_HTTP_HDR_TRANSFER_ENCODING:
@@ -952,7 +952,6 @@ weir_http_upstream_v1_add_header(weir_http_upstream_t *u,
         }
 
         hi->chunked = 1;
-        link = &hi->transfer_encoding;
         break;
 
     case WEIR_HTTP_HDR_CONNECTION:
@@ -969,40 +968,13 @@ weir_http_upstream_v1_add_header(weir_http_upstream_t *u,
             ctx->keep_alive = 1;
         }
 
-        link = &hi->connection;
-        break;
-
-    case WEIR_HTTP_HDR_UPGRADE:
-        link = &hi->upgrade;
-        break;
-
-    case WEIR_HTTP_HDR_KEEP_ALIVE:
-        link = &hi->keep_alive;
-        break;
-
-    case WEIR_HTTP_HDR_LOCATION:
-        link = &hi->location;
-        break;
-
-    case WEIR_HTTP_HDR_REFRESH:
-        link = &hi->refresh;
-        break;
-
-    case WEIR_HTTP_HDR_DATE:
-        link = &hi->date;
-        break;
-
-    case WEIR_HTTP_HDR_SERVER:
-        link = &hi->server;
-        break;
-
-    case WEIR_HTTP_HDR_CONTENT_TYPE:
-        link = &hi->content_type;
         break;
 
     default:
         break;
     }
+
+    link = weir_http_upstream_header_link(hi, h->token);
 
     if (link) {
         /* the first one is linked, later ones of the name chain on */
@@ -1014,6 +986,55 @@ weir_http_upstream_v1_add_header(weir_http_upstream_t *u,
     }
 
     return WEIR_OK;
+}
+
+
+/*
+ * Where the response head keeps the first field of a name the core and
+ * the modules look up (NULL: kept only in the list), for every origin
+ * protocol: Connection, Content-Length, Transfer-Encoding, Upgrade,
+ * Keep-Alive, Location, Refresh, Date, Server, Content-Type.
+ */
+
+weir_http_header_t **
+weir_http_upstream_header_link(weir_http_upstream_headers_in_t *hi,
+    weir_uint_t token)
+{
+    switch (token) {
+
+    case WEIR_HTTP_HDR_CONNECTION:
+        return &hi->connection;
+
+    case WEIR_HTTP_HDR_CONTENT_LENGTH:
+        return &hi->content_length;
+
+    case WEIR_HTTP_HDR_TRANSFER_ENCODING:
+        return &hi->transfer_encoding;
+
+    case WEIR_HTTP_HDR_UPGRADE:
+        return &hi->upgrade;
+
+    case WEIR_HTTP_HDR_KEEP_ALIVE:
+        return &hi->keep_alive;
+
+    case WEIR_HTTP_HDR_LOCATION:
+        return &hi->location;
+
+    case WEIR_HTTP_HDR_REFRESH:
+        return &hi->refresh;
+
+    case WEIR_HTTP_HDR_DATE:
+        return &hi->date;
+
+    case WEIR_HTTP_HDR_SERVER:
+        return &hi->server;
+
+    case WEIR_HTTP_HDR_CONTENT_TYPE:
+        return &hi->content_type;
+
+    default:
+        return NULL;
+    }
 }
 
 

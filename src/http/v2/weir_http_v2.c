@@ -27,11 +27,6 @@
  */
 
 
-#define WEIR_HTTP_V2_OUT_SIZE     (64 * 1024)
-/* written by one flush while the socket takes it all, as HTTP/1 does
- * (WEIR_HTTP_V1_SEND_BUDGET); the rest after the other connections */
-#define WEIR_HTTP_V2_SEND_BUDGET  (2 * WEIR_HTTP_V2_OUT_SIZE)
-
 /*
  * Abuse limits that nghttp2 does not have (docs/dev/http2.md, Limits):
  * frames of a kind that carry no request progress, per one-second
@@ -76,7 +71,7 @@ static int weir_http_v2_on_frame_send(nghttp2_session *session,
 static int weir_http_v2_on_begin_frame(nghttp2_session *session,
     const nghttp2_frame_hd *hd, void *user_data);
 static void weir_http_v2_recv_error(weir_http_v2_conn_t *h2c, ssize_t rv);
-static void weir_http_v2_patch_settings(weir_http_v2_conn_t *h2c,
+static void weir_http_v2_patch_settings(void *data,
     unsigned char *p, size_t len);
 
 
@@ -251,6 +246,9 @@ weir_http_v2_init_connection(weir_connection_t *c, unsigned char *data,
      * http2_max_concurrent_streams itself (REFUSED_STREAM, RFC 9113
      * 5.1.2, weir_http_v2_refuse_stream) and the client is told the real
      * limit (weir_http_v2_patch_settings) */
+    h2c->wire.patch = weir_http_v2_patch_settings;
+    h2c->wire.patch_data = h2c;
+
     iv[0].settings_id = NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS;
     iv[0].value = (uint32_t) weir_min(h2scf->max_concurrent_streams
                                       + refused + 1, 0x7fffffff);
@@ -336,10 +334,7 @@ weir_http_v2_session_cleanup(void *data)
         h2c->session = NULL;
     }
 
-    if (h2c->out) {
-        weir_free(h2c->out);
-        h2c->out = NULL;
-    }
+    weir_http_v2_wire_free(&h2c->wire);
 }
 
 
@@ -365,9 +360,38 @@ weir_http_v2_set_idle(weir_http_v2_conn_t *h2c)
 }
 
 
+/*
+ * The receive buffer every session of the worker reads into, servers'
+ * and clients' (nghttp2_session_mem_recv copies what it keeps): grown to
+ * size when a configuration asks for more, never freed.
+ */
+
+unsigned char *
+weir_http_v2_recv_buffer(size_t size, weir_log_t *log)
+{
+    if (weir_http_v2_recv_size < size) {
+        if (weir_http_v2_recv_buf) {
+            weir_free(weir_http_v2_recv_buf);
+        }
+
+        weir_http_v2_recv_size = 0;
+        weir_http_v2_recv_buf = weir_alloc(size, log);
+
+        if (weir_http_v2_recv_buf == NULL) {
+            return NULL;
+        }
+
+        weir_http_v2_recv_size = size;
+    }
+
+    return weir_http_v2_recv_buf;
+}
+
+
 static void
 weir_http_v2_read_handler(weir_event_t *rev)
 {
+    unsigned char             *buf;
     ssize_t                    n, rv;
     size_t                     size, total;
     weir_connection_t         *c;
@@ -406,20 +430,11 @@ weir_http_v2_read_handler(weir_event_t *rev)
     h2mcf = hc->conf_ctx->main_conf[weir_http_v2_module.ctx_index];
     size = h2mcf->recv_buffer_size;
 
-    if (weir_http_v2_recv_size < size) {
-        if (weir_http_v2_recv_buf) {
-            weir_free(weir_http_v2_recv_buf);
-        }
+    buf = weir_http_v2_recv_buffer(size, c->log);
 
-        weir_http_v2_recv_size = 0;
-        weir_http_v2_recv_buf = weir_alloc(size, c->log);
-
-        if (weir_http_v2_recv_buf == NULL) {
-            weir_http_v2_finalize(h2c);
-            return;
-        }
-
-        weir_http_v2_recv_size = size;
+    if (buf == NULL) {
+        weir_http_v2_finalize(h2c);
+        return;
     }
 
     total = 0;
@@ -441,7 +456,7 @@ weir_http_v2_read_handler(weir_event_t *rev)
             break;
         }
 
-        n = c->recv(c, weir_http_v2_recv_buf, size);
+        n = c->recv(c, buf, size);
 
         if (n == WEIR_AGAIN) {
             break;
@@ -462,7 +477,7 @@ weir_http_v2_read_handler(weir_event_t *rev)
 
         total += n;
 
-        rv = nghttp2_session_mem_recv(h2c->session, weir_http_v2_recv_buf,
+        rv = nghttp2_session_mem_recv(h2c->session, buf,
                                       (size_t) n);
 
         if (rv < 0) {
@@ -499,7 +514,7 @@ weir_http_v2_post_write(weir_http_v2_conn_t *h2c)
 {
     weir_event_t  *wev;
 
-    if (h2c->write_posted || h2c->blocked || h2c->destroyed) {
+    if (h2c->wire.posted || h2c->wire.blocked || h2c->destroyed) {
         return;
     }
 
@@ -509,7 +524,7 @@ weir_http_v2_post_write(weir_http_v2_conn_t *h2c)
         return;
     }
 
-    h2c->write_posted = 1;
+    h2c->wire.posted = 1;
     weir_post_event(wev, &weir_posted_events);
 }
 
@@ -529,7 +544,7 @@ weir_http_v2_write_now(weir_http_v2_conn_t *h2c)
 {
     weir_int_t  rc;
 
-    if (h2c->in_handler || h2c->blocked || h2c->destroyed
+    if (h2c->in_handler || h2c->wire.blocked || h2c->destroyed
         || h2c->close_pending || h2c->session == NULL)
     {
         weir_http_v2_post_write(h2c);
@@ -557,7 +572,7 @@ weir_http_v2_write_handler(weir_event_t *wev)
     hc = c->data;
     h2c = hc->proto_ctx;
 
-    h2c->write_posted = 0;
+    h2c->wire.posted = 0;
 
     if (wev->timedout) {
         weir_log_error(WEIR_LOG_INFO, c->log, WEIR_ETIMEDOUT,
@@ -590,219 +605,32 @@ weir_http_v2_write(weir_http_v2_conn_t *h2c)
 
 
 /*
- * Writes what waits, then collects what nghttp2 has into the output
- * buffer and writes it with one c->writev, and again while the socket
- * takes everything, up to WEIR_HTTP_V2_SEND_BUDGET. WEIR_OK (all
- * written: if nghttp2 still has more, the write is posted for the next
- * pass), WEIR_AGAIN (the socket is full: the write event is armed) or
- * WEIR_ERROR. The output buffer stays while streams are open.
+ * The session's output: weir_http_v2_wire_flush (weir_http_v2_wire.c)
+ * with this connection's send_timeout; a socket error or a timed-out
+ * send marks the session broken.
  */
 
 static weir_int_t
 weir_http_v2_flush(weir_http_v2_conn_t *h2c)
 {
-    int                         cnt;
-    size_t                      room, total, sent;
-    ssize_t                     n, len;
-    weir_uint_t                 full;
-    unsigned char              *start;
-    struct iovec                iov[2];
-    weir_event_t               *wev;
-    weir_connection_t          *c;
-    const uint8_t              *data;
+    weir_int_t                  rc;
     weir_http_core_loc_conf_t  *clcf;
 
-    c = h2c->connection;
-    wev = c->write;
-
-    if (h2c->session == NULL || c->error) {
+    if (h2c->session == NULL) {
         return WEIR_ERROR;
     }
 
-    sent = 0;
+    clcf = h2c->http_connection->conf_ctx
+               ->loc_conf[weir_http_core_module.ctx_index];
 
-again:
+    rc = weir_http_v2_wire_flush(&h2c->wire, h2c->session, h2c->connection,
+                                 clcf->send_timeout, h2c->nstreams == 0);
 
-    full = 0;
-
-    if (h2c->out_pos == h2c->out_last && h2c->pend_len == 0) {
-
-        /* nothing waits: collect */
-
-        if (h2c->out == NULL) {
-            h2c->out = weir_alloc(WEIR_HTTP_V2_OUT_SIZE, c->log);
-            if (h2c->out == NULL) {
-                return WEIR_ERROR;
-            }
-
-            h2c->out_size = WEIR_HTTP_V2_OUT_SIZE;
-        }
-
-        h2c->out_pos = h2c->out;
-        h2c->out_last = h2c->out;
-
-        for ( ;; ) {
-            len = nghttp2_session_mem_send(h2c->session, &data);
-
-            if (len < 0) {
-                weir_log_error(WEIR_LOG_ERR, c->log, 0,
-                               "nghttp2_session_mem_send() failed: %s",
-                               nghttp2_strerror((int) len));
-                return WEIR_ERROR;
-            }
-
-            if (len == 0) {
-                break;
-            }
-
-            room = h2c->out + h2c->out_size - h2c->out_last;
-
-            if ((size_t) len > room) {
-                /* the rest stays in nghttp2 until its next mem_send */
-                h2c->out_last = weir_cpymem(h2c->out_last, data, room);
-                h2c->pend = data + room;
-                h2c->pend_len = (size_t) len - room;
-                full = 1;
-                break;
-            }
-
-            start = h2c->out_last;
-            h2c->out_last = weir_cpymem(h2c->out_last, data, (size_t) len);
-
-            if (!h2c->settings_sent) {
-                /* the first frame, into an empty buffer: it fits */
-                weir_http_v2_patch_settings(h2c, start, (size_t) len);
-            }
-
-            if (h2c->out_last == h2c->out + h2c->out_size) {
-                full = 1;
-                break;
-            }
-        }
-    }
-
-    cnt = 0;
-    total = 0;
-
-    if (h2c->out_pos < h2c->out_last) {
-        iov[cnt].iov_base = h2c->out_pos;
-        iov[cnt].iov_len = h2c->out_last - h2c->out_pos;
-        total += iov[cnt].iov_len;
-        cnt++;
-    }
-
-    if (h2c->pend_len) {
-        iov[cnt].iov_base = (void *) h2c->pend;
-        iov[cnt].iov_len = h2c->pend_len;
-        total += iov[cnt].iov_len;
-        cnt++;
-    }
-
-    if (cnt == 0) {
-        /* an idle connection keeps no output buffer */
-        if (h2c->out && h2c->nstreams == 0) {
-            weir_free(h2c->out);
-            h2c->out = NULL;
-            h2c->out_pos = NULL;
-            h2c->out_last = NULL;
-        }
-
-        h2c->blocked = 0;
-
-        if (wev->timer_set) {
-            weir_event_del_timer(wev);
-        }
-
-        return WEIR_OK;
-    }
-
-    n = c->writev(c, iov, cnt);
-
-    if (n == WEIR_ERROR) {
-        c->error = 1;
+    if (h2c->wire.broken) {
         h2c->broken = 1;
-        return WEIR_ERROR;
     }
 
-    if (n == WEIR_AGAIN) {
-        n = 0;
-    }
-
-    /* what was written */
-
-    len = n;
-
-    if (h2c->out_pos < h2c->out_last) {
-        room = h2c->out_last - h2c->out_pos;
-
-        if ((size_t) len >= room) {
-            h2c->out_pos = h2c->out_last;
-            len -= room;
-
-        } else {
-            h2c->out_pos += len;
-            len = 0;
-        }
-    }
-
-    if (len && h2c->pend_len) {
-        h2c->pend += len;
-        h2c->pend_len -= (size_t) len;
-    }
-
-    if ((size_t) n < total) {
-        /* back-pressure: nghttp2 is not asked for more until this is
-         * gone */
-        h2c->blocked = 1;
-        wev->ready = 0;
-
-        clcf = h2c->http_connection->conf_ctx
-                   ->loc_conf[weir_http_core_module.ctx_index];
-
-        if (!wev->timer_set) {
-            weir_event_add_timer(wev, clcf->send_timeout);
-        }
-
-        if (weir_handle_write_event(wev, 0) != WEIR_OK) {
-            c->error = 1;
-            h2c->broken = 1;
-            return WEIR_ERROR;
-        }
-
-        return WEIR_AGAIN;
-    }
-
-    h2c->blocked = 0;
-
-    if (wev->timer_set) {
-        weir_event_del_timer(wev);
-    }
-
-    h2c->out_pos = h2c->out;
-    h2c->out_last = h2c->out;
-
-    sent += (size_t) n;
-
-    if (full || nghttp2_session_want_write(h2c->session)) {
-
-        if (sent < WEIR_HTTP_V2_SEND_BUDGET) {
-            goto again;
-        }
-
-        /* more after the other connections had their turn */
-        if (!wev->posted) {
-            h2c->write_posted = 1;
-            weir_post_event(wev, &weir_posted_next_events);
-        }
-
-    } else if (h2c->out && h2c->nstreams == 0) {
-        weir_free(h2c->out);
-        h2c->out = NULL;
-        h2c->out_pos = NULL;
-        h2c->out_last = NULL;
-    }
-
-    return WEIR_OK;
+    return rc;
 }
 
 
@@ -824,7 +652,7 @@ weir_http_v2_check_close(weir_http_v2_conn_t *h2c)
         return;
     }
 
-    if (h2c->out_pos < h2c->out_last || h2c->pend_len) {
+    if (h2c->wire.out_pos < h2c->wire.out_last || h2c->wire.pend_len) {
         return;
     }
 
@@ -996,7 +824,7 @@ weir_http_v2_may_linger(weir_http_v2_conn_t *h2c)
                ->loc_conf[weir_http_core_module.ctx_index];
 
     return h2c->goaway_sent && !h2c->broken && !c->timedout
-           && h2c->out_pos == h2c->out_last && h2c->pend_len == 0
+           && h2c->wire.out_pos == h2c->wire.out_last && h2c->wire.pend_len == 0
            && clcf->lingering_close != WEIR_HTTP_LINGERING_OFF;
 }
 
@@ -1362,9 +1190,10 @@ weir_http_v2_recv_error(weir_http_v2_conn_t *h2c, ssize_t rv)
  */
 
 static void
-weir_http_v2_patch_settings(weir_http_v2_conn_t *h2c, unsigned char *p,
-    size_t len)
+weir_http_v2_patch_settings(void *data, unsigned char *p, size_t len)
 {
+    weir_http_v2_conn_t  *h2c = data;
+
     size_t    flen, i;
     uint32_t  v;
 
@@ -1373,6 +1202,7 @@ weir_http_v2_patch_settings(weir_http_v2_conn_t *h2c, unsigned char *p,
     }
 
     h2c->settings_sent = 1;
+    h2c->wire.patch = NULL;
 
     flen = ((size_t) p[0] << 16) | ((size_t) p[1] << 8) | p[2];
 

@@ -44,6 +44,44 @@ typedef struct {
 
 
 typedef struct weir_http_v2_conn_s    weir_http_v2_conn_t;
+
+
+/*
+ * The output of an nghttp2 session, server or client
+ * (weir_http_v2_wire.c): frames nghttp2 gave and the socket has not
+ * taken yet, out (weir_alloc'd while bytes wait, freed when the session
+ * is idle) then pend, the rest of the last piece nghttp2 returned (valid
+ * until its next mem_send).
+ */
+typedef struct {
+    unsigned char               *out;
+    unsigned char               *out_pos;
+    unsigned char               *out_last;
+    size_t                       out_size;
+    const unsigned char         *pend;
+    size_t                       pend_len;
+
+    /* called with each piece collected while set (it clears it) */
+    void                       (*patch)(void *data, unsigned char *p,
+                                        size_t len);
+    void                        *patch_data;
+
+    unsigned                     posted:1;      /* the write event */
+    unsigned                     blocked:1;     /* the socket is full */
+    unsigned                     broken:1;      /* a socket error */
+} weir_http_v2_wire_t;
+
+weir_int_t weir_http_v2_wire_flush(weir_http_v2_wire_t *w,
+    nghttp2_session *session, weir_connection_t *c,
+    weir_msec_t send_timeout, weir_uint_t idle);
+void weir_http_v2_wire_free(weir_http_v2_wire_t *w);
+
+/* weir_http_v2_upstream.c: HTTP/2 to origins */
+extern weir_http_upstream_proto_t  weir_http_v2_upstream_proto;
+
+/* weir_http_v2.c: the worker's receive buffer, at least size bytes */
+unsigned char *weir_http_v2_recv_buffer(size_t size, weir_log_t *log);
+
 typedef struct weir_http_v2_stream_s  weir_http_v2_stream_t;
 
 
@@ -54,15 +92,7 @@ struct weir_http_v2_conn_s {
     nghttp2_session             *session;
     weir_http_v2_srv_conf_t     *h2scf;
 
-    /* frames nghttp2 gave, not written yet: buf (weir_alloc'd while
-     * bytes wait, freed when empty) then pend, the rest of the last
-     * piece nghttp2 returned (valid until its next mem_send) */
-    unsigned char               *out;
-    unsigned char               *out_pos;
-    unsigned char               *out_last;
-    size_t                       out_size;
-    const unsigned char         *pend;
-    size_t                       pend_len;
+    weir_http_v2_wire_t          wire;      /* the output */
 
     weir_queue_t                 streams;   /* open, of the stream type */
     weir_uint_t                  nstreams;
@@ -90,8 +120,6 @@ struct weir_http_v2_conn_s {
     int32_t                      last_stream_id;
 
     unsigned                     ssl:1;
-    unsigned                     write_posted:1;
-    unsigned                     blocked:1;     /* socket full */
     unsigned                     closing:1;     /* GOAWAY sent, ends
                                                    when no stream left */
     unsigned                     goaway_final:1;

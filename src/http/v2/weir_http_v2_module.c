@@ -121,7 +121,8 @@ weir_module_t  weir_http_v2_module = {
 
 static weir_http_v2_hooks_t  weir_http_v2_hooks = {
     weir_http_v2_enabled,
-    weir_http_v2_init_connection
+    weir_http_v2_init_connection,
+    &weir_http_v2_upstream_proto
 };
 
 

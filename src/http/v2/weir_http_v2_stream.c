@@ -1426,7 +1426,9 @@ weir_http_v2_send_header(weir_http_request_t *r)
     no_body = (status < WEIR_HTTP_OK || status == WEIR_HTTP_NO_CONTENT
                || status == WEIR_HTTP_NOT_MODIFIED);
 
-    if (no_body) {
+    if (no_body || r->headers_out.content_length_n == 0) {
+        /* no DATA: END_STREAM on the HEADERS (gRPC clients read a
+         * "trailers-only" answer only so) */
         r->header_only = 1;
     }
 

@@ -51,6 +51,7 @@ static char *weir_http_proxy_redirect(weir_conf_t *cf, weir_command_t *cmd,
 static weir_conf_enum_t  weir_http_proxy_http_versions[] = {
     { weir_string("1.0"), WEIR_HTTP_VERSION_10 },
     { weir_string("1.1"), WEIR_HTTP_VERSION_11 },
+    { weir_string("2"), WEIR_HTTP_VERSION_20 },
     { weir_null_string, 0 }
 };
 
@@ -580,6 +581,7 @@ weir_http_proxy_handler(weir_http_request_t *r)
     weir_http_upstream_t        *u;
     weir_http_proxy_ctx_t       *ctx;
     weir_http_proxy_loc_conf_t  *plcf;
+    weir_http_core_main_conf_t  *cmcf;
 
     plcf = weir_http_get_module_loc_conf(r, weir_http_proxy_module);
 
@@ -606,6 +608,13 @@ weir_http_proxy_handler(weir_http_request_t *r)
 
     u->conf = &plcf->upstream;
     u->proto = &weir_http_upstream_v1_proto;
+
+    if (plcf->http_version == WEIR_HTTP_VERSION_20) {
+        /* the configuration made sure the HTTP/2 module is there */
+        cmcf = weir_http_get_module_main_conf(r, weir_http_core_module);
+        u->proto = cmcf->v2->upstream;
+        u->alpn = WEIR_HTTP_UPSTREAM_ALPN_H2;
+    }
 
     if (ctx->vars.ssl) {
         /* TLS to the origin: the core has the ssl module's hooks run the
@@ -1012,6 +1021,7 @@ weir_http_proxy_merge_loc_conf(weir_conf_t *cf, void *parent, void *child)
 
     char                           *rv;
     weir_http_upstream_srv_conf_t  *us;
+    weir_http_core_main_conf_t     *cmcf;
 
     weir_conf_merge_value(conf->pass_request_headers,
                           prev->pass_request_headers, 1);
@@ -1021,6 +1031,18 @@ weir_http_proxy_merge_loc_conf(weir_conf_t *cf, void *parent, void *child)
     weir_conf_merge_uint_value(conf->http_version, prev->http_version,
                                WEIR_HTTP_VERSION_11);
     weir_conf_merge_ptr_value(conf->method, prev->method, NULL);
+
+    if (conf->http_version == WEIR_HTTP_VERSION_20) {
+        cmcf = weir_http_conf_get_module_main_conf(cf, weir_http_core_module);
+
+        if (cmcf->v2 == NULL || cmcf->v2->upstream == NULL) {
+            weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                                "\"proxy_http_version 2\" requires the "
+                                "HTTP/2 module (weir was built without "
+                                "nghttp2 or --without-http_v2_module)");
+            return WEIR_CONF_ERROR;
+        }
+    }
 
     /* proxy_redirect: a level without one inherits the parent's list, but
      * not the parent's implicit default (that names the parent's own

@@ -38,6 +38,8 @@
  * and one is made per distinct set of settings.
  */
 #define WEIR_HTTP_PROXY_SSL_KEY_SNI   1
+#define WEIR_HTTP_PROXY_SSL_KEY_H2    2     /* ALPN "h2" */
+#define WEIR_HTTP_PROXY_SSL_KEY_AUTO  4     /* ALPN "h2,http/1.1" */
 #define WEIR_HTTP_PROXY_SSL_KEY_HEAD  (sizeof(void *) + 1)
 
 _Static_assert(WEIR_HTTP_PROXY_SSL_KEY_HEAD + WEIR_HTTP_PROXY_SSL_NAME_MAX
@@ -345,7 +347,11 @@ weir_http_proxy_ssl_key(weir_http_upstream_t *u)
 
     weir_memcpy(p, &plcf->ctx, sizeof(void *));
     p += sizeof(void *);
-    *p++ = (unsigned char) (sni ? WEIR_HTTP_PROXY_SSL_KEY_SNI : 0);
+    *p++ = (unsigned char) ((sni ? WEIR_HTTP_PROXY_SSL_KEY_SNI : 0)
+                            | (u->alpn == WEIR_HTTP_UPSTREAM_ALPN_H2
+                               ? WEIR_HTTP_PROXY_SSL_KEY_H2 : 0)
+                            | (u->alpn == WEIR_HTTP_UPSTREAM_ALPN_AUTO
+                               ? WEIR_HTTP_PROXY_SSL_KEY_AUTO : 0));
     weir_memcpy(p, name.data, name.len);
 
     return WEIR_OK;
@@ -420,6 +426,24 @@ weir_http_proxy_ssl_handshake(weir_http_upstream_t *u)
 
     sc = weir_ssl_conn(c);
     ssl = sc->connection;
+
+    if (flags & (WEIR_HTTP_PROXY_SSL_KEY_H2 | WEIR_HTTP_PROXY_SSL_KEY_AUTO)) {
+        /* the context offers "http/1.1"; HTTP/2 to the origin offers
+         * "h2" alone (proxy_http_version 2) or first (auto) */
+        if (SSL_set_alpn_protos(ssl,
+                (flags & WEIR_HTTP_PROXY_SSL_KEY_H2)
+                ? (const unsigned char *) "\x02h2"
+                : (const unsigned char *) "\x02h2\x08http/1.1",
+                (flags & WEIR_HTTP_PROXY_SSL_KEY_H2) ? 3 : 12)
+            != 0)
+        {
+            weir_ssl_error(WEIR_LOG_ERR, c->log, 0,
+                           "SSL_set_alpn_protos() failed");
+            return WEIR_ERROR;
+        }
+    }
+
+    u->origin_h2 = 0;
 
     if (flags & WEIR_HTTP_PROXY_SSL_KEY_SNI) {
         if (SSL_set_tlsext_host_name(ssl, (char *) pc->name.data) != 1) {
@@ -534,6 +558,14 @@ weir_http_proxy_ssl_finish(weir_connection_t *c)
 
     weir_log_debug(c->log, 0, "upstream SSL handshake done, reused: %d",
                    SSL_session_reused(sc->connection));
+
+    {
+        unsigned int          len;
+        const unsigned char  *data;
+
+        SSL_get0_alpn_selected(sc->connection, &data, &len);
+        u->origin_h2 = (len == 2 && data[0] == 'h' && data[1] == '2');
+    }
 
     weir_http_upstream_ssl_done(u, WEIR_OK);
 }

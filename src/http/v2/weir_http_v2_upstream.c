@@ -1,0 +1,1876 @@
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_event.h"
+#include "weir_http.h"
+#include "weir_http_v2.h"
+
+/*
+ * HTTP/2 to origins: the session layer's second protocol (the first is
+ * HTTP/1.1, which needs none). docs/dev/upstream.md, "Sessions".
+ *
+ * A session (weir_http_v2_up_t) is an nghttp2 client session on one
+ * origin connection, owned by the session pool of the upstream core
+ * (weir_http_upstream_session.c) and shared by the requests of the
+ * worker. Each attempt of a request gets a stream (weir_http_v2_ups_t)
+ * with a stream connection: fd -1, recv/writev/send that move the
+ * stream's body bytes, read and write events that the session posts.
+ * The upstream core reads and writes it as it reads and writes an
+ * HTTP/1.1 origin connection, so buffering, relaying, timeouts and
+ * retries are the core's, written once.
+ *
+ * Flow control is back-pressure on both sides. Response: nghttp2's
+ * automatic WINDOW_UPDATE is off; DATA is queued on the stream and the
+ * window is given back (nghttp2_session_consume) only when the core
+ * takes the bytes with recv, which it does only when it has a buffer
+ * free, which it has only when the client took the last ones. So a slow
+ * client holds at most a stream window of the session's memory and
+ * stalls no other stream. Request: the core's writes fill a bounded
+ * queue that the stream's data provider empties as the origin's window
+ * allows; a full queue is EAGAIN to the core, which then stops reading
+ * the client's body.
+ */
+
+
+/* the stream window weir gives an origin, and the connection window */
+#define WEIR_HTTP_V2_UP_STREAM_WINDOW   (256 * 1024)
+#define WEIR_HTTP_V2_UP_CONN_WINDOW     (32 * 1024 * 1024)
+/* streams per session weir opens at most, whatever the origin allows */
+#define WEIR_HTTP_V2_UP_MAX_STREAMS     128
+/* the request body bytes a stream queues for its data provider */
+#define WEIR_HTTP_V2_UP_SEND_QUEUE      (64 * 1024)
+#define WEIR_HTTP_V2_UP_BLOCK           (16 * 1024)
+/* interim heads before the final one, as the HTTP/1.1 handler */
+#define WEIR_HTTP_V2_UP_MAX_INTERIM     32
+
+
+typedef struct weir_http_v2_up_s      weir_http_v2_up_t;
+typedef struct weir_http_v2_ups_s     weir_http_v2_ups_t;
+typedef struct weir_http_v2_uphead_s  weir_http_v2_uphead_t;
+
+
+struct weir_http_v2_up_s {
+    weir_http_upstream_session_t   s;       /* first: the pool's part */
+    nghttp2_session               *session;
+    weir_connection_t             *connection;
+    weir_http_v2_wire_t            wire;
+    weir_msec_t                    send_timeout;
+    weir_queue_t                   streams; /* of weir_http_v2_ups_t */
+    weir_uint_t                    nstreams;
+    size_t                         recv_size;
+    unsigned                       in_handler:1;
+    unsigned                       dead:1;      /* the connection failed
+                                                   or closed */
+    unsigned                       goaway:1;    /* one came or went */
+    unsigned                       closed:1;    /* the socket is gone */
+};
+
+
+/* a response head as it arrives, handed to the core whole */
+struct weir_http_v2_uphead_s {
+    weir_http_v2_uphead_t           *next;
+    weir_http_upstream_headers_in_t  hi;
+    size_t                           size;
+};
+
+
+struct weir_http_v2_ups_s {
+    weir_queue_t                   queue;   /* in h2->streams */
+    weir_http_v2_up_t             *h2;
+    weir_http_upstream_t          *upstream;
+    weir_connection_t              conn;
+    weir_event_t                   rev;
+    weir_event_t                   wev;
+    int32_t                        id;
+
+    /* the response */
+    weir_http_v2_uphead_t         *heads;   /* complete, not yet taken */
+    weir_http_v2_uphead_t        **last_head;
+    weir_http_v2_uphead_t         *cur;     /* arriving */
+    weir_list_t                    trailers;
+    weir_chain_t                  *in;      /* DATA not yet taken */
+    weir_chain_t                 **last_in;
+    size_t                         in_bytes;
+    weir_chain_t                  *free;    /* blocks of both queues */
+    weir_uint_t                    ninterim;
+    uint32_t                       error_code;
+
+    /* the request body */
+    weir_chain_t                  *out;
+    weir_chain_t                 **last_out;
+    size_t                         out_bytes;
+    off_t                          sent;    /* body bytes framed */
+
+    unsigned                       final_head:1;    /* taken by the core */
+    unsigned                       final_in:1;      /* it arrived */
+    unsigned                       end_in:1;        /* END_STREAM came */
+    unsigned                       closed:1;        /* nghttp2 closed it */
+    unsigned                       failed:1;        /* reset, session gone,
+                                                       invalid response */
+    unsigned                       body_eof:1;      /* END_STREAM to send */
+    unsigned                       deferred:1;
+    unsigned                       has_trailers:1;
+};
+
+
+/* per request (u->proto_ctx): the request head, built once */
+typedef struct {
+    nghttp2_nv                    *nva;
+    size_t                         nvlen;
+    off_t                          framed;  /* body bytes encoded */
+    weir_http_v2_ups_t            *stream;  /* of the current attempt */
+} weir_http_v2_up_ctx_t;
+
+
+static weir_int_t weir_http_v2_up_create_request(weir_http_upstream_t *u);
+static weir_int_t weir_http_v2_up_encode_body(weir_http_upstream_t *u,
+    weir_chain_t *in, weir_chain_t **out);
+static void weir_http_v2_up_reinit(weir_http_upstream_t *u);
+static weir_int_t weir_http_v2_up_process_header(weir_http_upstream_t *u);
+static void weir_http_v2_up_reinit_head(weir_http_upstream_t *u);
+static weir_int_t weir_http_v2_up_input_filter_init(weir_http_upstream_t *u);
+static weir_int_t weir_http_v2_up_input_filter(weir_http_upstream_t *u,
+    weir_buf_t *b);
+static weir_uint_t weir_http_v2_up_keepalive(weir_http_upstream_t *u);
+static void weir_http_v2_up_request_done(weir_http_upstream_t *u);
+
+static weir_http_upstream_session_t *weir_http_v2_up_create(
+    weir_http_upstream_t *u, weir_connection_t *c);
+static weir_connection_t *weir_http_v2_up_open_stream(
+    weir_http_upstream_session_t *s, weir_http_upstream_t *u);
+static void weir_http_v2_up_close_stream(weir_http_upstream_session_t *s,
+    weir_connection_t *fc, weir_uint_t complete);
+static weir_uint_t weir_http_v2_up_has_room(weir_http_upstream_session_t *s);
+static void weir_http_v2_up_close(weir_http_upstream_session_t *s);
+
+static void weir_http_v2_up_read_handler(weir_event_t *rev);
+static void weir_http_v2_up_write_handler(weir_event_t *wev);
+static void weir_http_v2_up_post_write(weir_http_v2_up_t *h2);
+static void weir_http_v2_up_fail(weir_http_v2_up_t *h2, const char *reason);
+static void weir_http_v2_up_check(weir_http_v2_up_t *h2);
+static void weir_http_v2_up_free(weir_http_v2_up_t *h2);
+static void weir_http_v2_up_wake(weir_http_v2_ups_t *st, weir_uint_t write);
+
+static ssize_t weir_http_v2_up_recv(weir_connection_t *c, unsigned char *buf,
+    size_t size);
+static ssize_t weir_http_v2_up_send(weir_connection_t *c, unsigned char *buf,
+    size_t size);
+static ssize_t weir_http_v2_up_writev(weir_connection_t *c, struct iovec *iov,
+    int cnt);
+static ssize_t weir_http_v2_up_read_data(nghttp2_session *session,
+    int32_t stream_id, uint8_t *buf, size_t length, uint32_t *data_flags,
+    nghttp2_data_source *source, void *user_data);
+
+static int weir_http_v2_up_on_begin_headers(nghttp2_session *session,
+    const nghttp2_frame *frame, void *user_data);
+static int weir_http_v2_up_on_header(nghttp2_session *session,
+    const nghttp2_frame *frame, const uint8_t *name, size_t namelen,
+    const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data);
+static int weir_http_v2_up_on_frame_recv(nghttp2_session *session,
+    const nghttp2_frame *frame, void *user_data);
+static int weir_http_v2_up_on_data(nghttp2_session *session, uint8_t flags,
+    int32_t stream_id, const uint8_t *data, size_t len, void *user_data);
+static int weir_http_v2_up_on_stream_close(nghttp2_session *session,
+    int32_t stream_id, uint32_t error_code, void *user_data);
+
+
+static weir_http_upstream_session_ops_t  weir_http_v2_up_session_ops = {
+    weir_http_v2_up_create,
+    weir_http_v2_up_open_stream,
+    weir_http_v2_up_close_stream,
+    weir_http_v2_up_has_room,
+    weir_http_v2_up_close
+};
+
+
+weir_http_upstream_proto_t  weir_http_v2_upstream_proto = {
+    weir_string("h2"),
+    80,
+    weir_http_v2_up_create_request,
+    weir_http_v2_up_encode_body,
+    weir_http_v2_up_reinit,
+    weir_http_v2_up_process_header,
+    weir_http_v2_up_reinit_head,
+    weir_http_v2_up_input_filter_init,
+    weir_http_v2_up_input_filter,
+    weir_http_v2_up_keepalive,
+    &weir_http_v2_up_session_ops,
+    weir_http_v2_up_request_done,
+    1
+};
+
+
+static nghttp2_session_callbacks  *weir_http_v2_up_callbacks;
+
+
+#define weir_http_v2_up_stream_of(c)                                         \
+    ((weir_http_v2_ups_t *) ((unsigned char *) (c)                           \
+                             - offsetof(weir_http_v2_ups_t, conn)))
+
+
+/* ---- the request ---------------------------------------------------- */
+
+static weir_uint_t
+weir_http_v2_up_bad_value(weir_str_t *v)
+{
+    size_t  i;
+
+    for (i = 0; i < v->len; i++) {
+        if (v->data[i] == '\r' || v->data[i] == '\n' || v->data[i] == '\0') {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static void
+weir_http_v2_up_nv(nghttp2_nv *nv, const char *name, size_t nlen,
+    weir_str_t *value)
+{
+    nv->name = (uint8_t *) name;
+    nv->namelen = nlen;
+    nv->value = value->data;
+    nv->valuelen = value->len;
+    nv->flags = NGHTTP2_NV_FLAG_NONE;
+}
+
+
+/*
+ * u->req as HEADERS: the four pseudo-headers (":authority" from the
+ * Host that proxy_set_header produced), then the header list, names
+ * lowercased, hop-by-hop names dropped ("te" only as "trailers", which
+ * gRPC needs), "content-length" for a body of known length. nghttp2
+ * copies none of it: the array and the strings live in r->pool for
+ * every attempt.
+ */
+
+static weir_int_t
+weir_http_v2_up_create_request(weir_http_upstream_t *u)
+{
+    size_t                  n;
+    weir_uint_t             i;
+    weir_str_t             *len;
+    static weir_str_t       te;
+    nghttp2_nv             *nv;
+    weir_list_part_t       *part;
+    weir_http_header_t     *h;
+    weir_http_request_t    *r;
+    weir_http_v2_up_ctx_t  *ctx;
+
+    r = u->request;
+
+    ctx = weir_pcalloc(r->pool, sizeof(weir_http_v2_up_ctx_t));
+    if (ctx == NULL) {
+        return WEIR_ERROR;
+    }
+
+    u->proto_ctx = ctx;
+
+    if (u->req.upgrade) {
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "an Upgrade request cannot go to an HTTP/2 "
+                       "upstream");
+        return WEIR_ERROR;
+    }
+
+    if (u->req.uri.len == 0 || weir_http_v2_up_bad_value(&u->req.uri)
+        || weir_http_v2_up_bad_value(&u->req.authority))
+    {
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "invalid URI or Host for the HTTP/2 upstream");
+        return WEIR_ERROR;
+    }
+
+    n = 6;
+
+    part = &u->req.headers.part;
+
+    for ( ; part; part = part->next) {
+        n += part->nelts;
+    }
+
+    nv = weir_palloc(r->pool, n * sizeof(nghttp2_nv));
+    if (nv == NULL) {
+        return WEIR_ERROR;
+    }
+
+    ctx->nva = nv;
+
+    weir_http_v2_up_nv(nv++, ":method", 7, &u->req.method_name);
+    weir_http_v2_up_nv(nv++, ":scheme", 7, &u->req.method_name);
+    weir_http_v2_up_nv(nv++, ":authority", 10, &u->req.authority);
+    weir_http_v2_up_nv(nv++, ":path", 5, &u->req.uri);
+
+    /* the scheme of the connection to the origin */
+    nv[-3].value = (uint8_t *) (u->ssl ? "https" : "http");
+    nv[-3].valuelen = u->ssl ? 5 : 4;
+
+    part = &u->req.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0 || h[i].value.len == 0) {
+            continue;
+        }
+
+        if (weir_http_upstream_hop_by_hop(&h[i], NULL)
+                   || (h[i].key.len == 4
+                       && weir_strncasecmp(h[i].key.data,
+                                           (unsigned char *) "host", 4) == 0)
+                   || (h[i].key.len == 14
+                       && weir_strncasecmp(h[i].key.data,
+                              (unsigned char *) "content-length", 14) == 0))
+        {
+            continue;
+        }
+
+        if (weir_http_v2_up_bad_value(&h[i].value)) {
+            weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                           "invalid value of header \"%.*s\" for the "
+                           "HTTP/2 upstream", WEIR_STR_ARG(h[i].key));
+            return WEIR_ERROR;
+        }
+
+        nv->name = weir_pnalloc(r->pool, h[i].key.len);
+        if (nv->name == NULL) {
+            return WEIR_ERROR;
+        }
+
+        weir_strlow(nv->name, h[i].key.data, h[i].key.len);
+        nv->namelen = h[i].key.len;
+        nv->value = h[i].value.data;
+        nv->valuelen = h[i].value.len;
+        nv->flags = NGHTTP2_NV_FLAG_NONE;
+        nv++;
+    }
+
+    if (r->headers_in.te
+        && weir_http_list_has_token(&r->headers_in.te->value,
+                                    (unsigned char *) "trailers", 8))
+    {
+        /* the client takes trailers (gRPC needs the origin told): the
+         * one TE value HTTP/2 allows, hop-by-hop as TE is */
+        weir_str_set(&te, "trailers");
+        weir_http_v2_up_nv(nv++, "te", 2, &te);
+    }
+
+    if (u->req.has_body && u->req.body_length >= 0) {
+        len = weir_palloc(r->pool, sizeof(weir_str_t));
+        if (len == NULL) {
+            return WEIR_ERROR;
+        }
+
+        len->data = weir_pnalloc(r->pool, WEIR_INT_T_LEN);
+        if (len->data == NULL) {
+            return WEIR_ERROR;
+        }
+
+        len->len = weir_slprintf(len->data, len->data + WEIR_INT_T_LEN,
+                                 "%lld", (long long) u->req.body_length)
+                   - len->data;
+        weir_http_v2_up_nv(nv++, "content-length", 14, len);
+    }
+
+    ctx->nvlen = nv - ctx->nva;
+
+    /* nothing for the core to write before the body: the stream's
+     * HEADERS go when it is opened */
+    u->request_bufs = NULL;
+
+    return WEIR_OK;
+}
+
+
+/* the body passes as it is (HTTP/2 frames it), counted against its
+ * length */
+
+static weir_int_t
+weir_http_v2_up_encode_body(weir_http_upstream_t *u, weir_chain_t *in,
+    weir_chain_t **out)
+{
+    off_t                   size;
+    weir_chain_t           *cl, *ln, **ll;
+    weir_http_v2_up_ctx_t  *ctx;
+
+    ctx = u->proto_ctx;
+
+    for (ll = out; *ll; ll = &(*ll)->next) { /* void */ }
+
+    for (cl = in; cl; cl = cl->next) {
+        if (!weir_buf_special(cl->buf)) {
+            size = weir_buf_size(cl->buf);
+
+            if (u->req.body_length >= 0
+                && size > u->req.body_length - ctx->framed)
+            {
+                weir_log_error(WEIR_LOG_ERR, u->request->connection->log, 0,
+                               "client sent more body than Content-Length: "
+                               "%lld bytes", (long long) u->req.body_length);
+                return WEIR_ERROR;
+            }
+
+            ctx->framed += size;
+        }
+
+        ln = weir_alloc_chain_link(u->request->pool, NULL);
+        if (ln == NULL) {
+            return WEIR_ERROR;
+        }
+
+        ln->buf = cl->buf;
+        *ll = ln;
+        ll = &ln->next;
+    }
+
+    *ll = NULL;
+
+    return WEIR_OK;
+}
+
+
+static void
+weir_http_v2_up_reinit(weir_http_upstream_t *u)
+{
+    weir_http_v2_up_ctx_t  *ctx;
+
+    ctx = u->proto_ctx;
+    ctx->framed = 0;
+
+    weir_http_v2_up_reinit_head(u);
+}
+
+
+static void
+weir_http_v2_up_request_done(weir_http_upstream_t *u)
+{
+    weir_http_v2_ups_t     *st;
+    weir_http_v2_up_ctx_t  *ctx;
+
+    ctx = u->proto_ctx;
+    st = ctx->stream;
+
+    if (st == NULL || st->body_eof || !u->req.has_body) {
+        return;
+    }
+
+    st->body_eof = 1;
+
+    if (st->deferred && !st->closed && st->h2->session) {
+        st->deferred = 0;
+        (void) nghttp2_session_resume_data(st->h2->session, st->id);
+        weir_http_v2_up_post_write(st->h2);
+    }
+}
+
+
+/* ---- the response --------------------------------------------------- */
+
+static weir_int_t
+weir_http_v2_up_process_header(weir_http_upstream_t *u)
+{
+    weir_log_t             *log;
+    weir_http_v2_ups_t     *st;
+    weir_http_v2_uphead_t  *head;
+    weir_http_v2_up_ctx_t  *ctx;
+
+    ctx = u->proto_ctx;
+    st = ctx->stream;
+    log = u->request->connection->log;
+
+    if (st == NULL) {
+        return WEIR_HTTP_UPSTREAM_CLOSED;
+    }
+
+    head = st->heads;
+
+    if (head == NULL) {
+        if (!st->failed && !st->closed && !st->end_in) {
+            st->rev.ready = 0;
+            return WEIR_AGAIN;
+        }
+
+        if (st->error_code == NGHTTP2_REFUSED_STREAM) {
+            u->unprocessed = 1;
+            weir_log_error(WEIR_LOG_INFO, log, 0,
+                           "upstream refused the HTTP/2 stream");
+
+        } else if (st->error_code != NGHTTP2_NO_ERROR) {
+            weir_log_error(WEIR_LOG_ERR, log, 0,
+                           "upstream reset the HTTP/2 stream: %s",
+                           nghttp2_http2_strerror(st->error_code));
+
+        } else {
+            weir_log_error(WEIR_LOG_ERR, log, 0,
+                           "upstream prematurely closed the HTTP/2 stream");
+        }
+
+        return WEIR_HTTP_UPSTREAM_CLOSED;
+    }
+
+    st->heads = head->next;
+
+    if (st->heads == NULL) {
+        st->last_head = &st->heads;
+    }
+
+    u->headers_in = head->hi;
+
+    /* the lists' last part pointed into head */
+    if (head->hi.headers.last == &head->hi.headers.part) {
+        u->headers_in.headers.last = &u->headers_in.headers.part;
+    }
+
+    u->headers_in.trailers.last = &u->headers_in.trailers.part;
+    u->headers_in.http_version = WEIR_HTTP_VERSION_20;
+
+    if (u->headers_in.status_n < 200) {
+        if (u->headers_in.status_n == WEIR_HTTP_SWITCHING_PROTOCOLS) {
+            weir_log_error(WEIR_LOG_ERR, log, 0,
+                           "upstream sent 101 over HTTP/2");
+            return WEIR_HTTP_UPSTREAM_INVALID_HEADER;
+        }
+
+        return WEIR_HTTP_UPSTREAM_INTERIM;
+    }
+
+    st->final_head = 1;
+
+    if (st->end_in && st->in == NULL && st->heads == NULL
+        && !st->has_trailers)
+    {
+        /* the head ended the stream (gRPC's "trailers-only" answer): an
+         * empty body, so that an HTTP/2 client gets the head with
+         * END_STREAM and an HTTP/1.1 one "Content-Length: 0" */
+        u->headers_in.content_length_n = 0;
+    }
+
+    if ((u->req.method & WEIR_HTTP_HEAD)
+        || u->headers_in.status_n == WEIR_HTTP_NO_CONTENT
+        || u->headers_in.status_n == WEIR_HTTP_NOT_MODIFIED)
+    {
+        u->headers_in.no_body = 1;
+    }
+
+    return WEIR_OK;
+}
+
+
+static void
+weir_http_v2_up_reinit_head(weir_http_upstream_t *u)
+{
+    weir_memzero(&u->headers_in, sizeof(weir_http_upstream_headers_in_t));
+    u->headers_in.content_length_n = -1;
+}
+
+
+static weir_int_t
+weir_http_v2_up_input_filter_init(weir_http_upstream_t *u)
+{
+    if (u->headers_in.no_body) {
+        u->length = 0;
+
+    } else {
+        u->length = u->headers_in.content_length_n;
+    }
+
+    return WEIR_OK;
+}
+
+
+/* DATA, as the stream connection's recv gave it: all of it is body */
+
+static weir_int_t
+weir_http_v2_up_input_filter(weir_http_upstream_t *u, weir_buf_t *b)
+{
+    weir_http_v2_ups_t     *st;
+    weir_http_v2_up_ctx_t  *ctx;
+
+    ctx = u->proto_ctx;
+    st = ctx->stream;
+
+    if (b) {
+        if (b->pos < b->last && !u->body_done) {
+            if (weir_http_upstream_emit(u, b, b->pos, b->last) != WEIR_OK) {
+                return WEIR_ERROR;
+            }
+        }
+
+        b->pos = b->last;
+        return WEIR_OK;
+    }
+
+    /* the end of the stream: the body is complete only with END_STREAM
+     * (nghttp2 checked content-length against the DATA received) */
+
+    if (st == NULL || st->failed || !st->end_in) {
+        return WEIR_ERROR;
+    }
+
+    if (u->body_done) {
+        return WEIR_OK;
+    }
+
+    if (st->has_trailers) {
+        u->headers_in.trailers = st->trailers;
+
+        if (st->trailers.last == &st->trailers.part) {
+            u->headers_in.trailers.last = &u->headers_in.trailers.part;
+        }
+    }
+
+    return weir_http_upstream_emit_last(u);
+}
+
+
+static weir_uint_t
+weir_http_v2_up_keepalive(weir_http_upstream_t *u)
+{
+    weir_http_v2_ups_t     *st;
+    weir_http_v2_up_ctx_t  *ctx;
+
+    ctx = u->proto_ctx;
+    st = ctx->stream;
+
+    return st && st->end_in && !st->failed;
+}
+
+
+/* ---- the stream connection ------------------------------------------ */
+
+static weir_chain_t *
+weir_http_v2_up_block(weir_http_v2_ups_t *st)
+{
+    weir_chain_t  *cl;
+
+    if (st->free) {
+        cl = st->free;
+        st->free = cl->next;
+        cl->next = NULL;
+        cl->buf->pos = cl->buf->start;
+        cl->buf->last = cl->buf->start;
+        return cl;
+    }
+
+    cl = weir_alloc_chain_link(st->upstream->request->pool, NULL);
+    if (cl == NULL) {
+        return NULL;
+    }
+
+    cl->buf = weir_create_temp_buf(st->upstream->request->pool,
+                                   WEIR_HTTP_V2_UP_BLOCK);
+    if (cl->buf == NULL) {
+        return NULL;
+    }
+
+    cl->next = NULL;
+
+    return cl;
+}
+
+
+static ssize_t
+weir_http_v2_up_recv(weir_connection_t *c, unsigned char *buf, size_t size)
+{
+    size_t               n, len;
+    weir_chain_t        *cl;
+    weir_http_v2_ups_t  *st;
+
+    st = weir_http_v2_up_stream_of(c);
+    n = 0;
+
+    while (st->in && n < size) {
+        cl = st->in;
+        len = weir_min(size - n, (size_t) (cl->buf->last - cl->buf->pos));
+        buf = weir_cpymem(buf, cl->buf->pos, len);
+        cl->buf->pos += len;
+        n += len;
+
+        if (cl->buf->pos == cl->buf->last) {
+            st->in = cl->next;
+
+            if (st->in == NULL) {
+                st->last_in = &st->in;
+            }
+
+            cl->next = st->free;
+            st->free = cl;
+        }
+    }
+
+    if (n) {
+        st->in_bytes -= n;
+
+        if (st->h2->session && !st->closed) {
+            /* the window opens as the core takes the bytes */
+            (void) nghttp2_session_consume(st->h2->session, st->id, n);
+            weir_http_v2_up_post_write(st->h2);
+
+        } else if (st->h2->session) {
+            (void) nghttp2_session_consume_connection(st->h2->session, n);
+            weir_http_v2_up_post_write(st->h2);
+        }
+
+        return n;
+    }
+
+    if (st->failed) {
+        c->read->error = 1;
+        errno = WEIR_ECONNRESET;
+        return WEIR_ERROR;
+    }
+
+    if (st->end_in) {
+        c->read->eof = 1;
+        return 0;
+    }
+
+    if (st->closed) {
+        /* closed without END_STREAM from the origin */
+        c->read->error = 1;
+        errno = WEIR_ECONNRESET;
+        return WEIR_ERROR;
+    }
+
+    c->read->ready = 0;
+
+    return WEIR_AGAIN;
+}
+
+
+static ssize_t
+weir_http_v2_up_send(weir_connection_t *c, unsigned char *buf, size_t size)
+{
+    struct iovec  iov;
+
+    iov.iov_base = buf;
+    iov.iov_len = size;
+
+    return weir_http_v2_up_writev(c, &iov, 1);
+}
+
+
+static ssize_t
+weir_http_v2_up_writev(weir_connection_t *c, struct iovec *iov, int cnt)
+{
+    int                  i;
+    size_t               n, room, len, off;
+    weir_chain_t        *cl;
+    weir_http_v2_ups_t  *st;
+
+    st = weir_http_v2_up_stream_of(c);
+
+    if (st->failed || st->closed || st->h2->session == NULL) {
+        c->write->error = 1;
+        errno = WEIR_EPIPE;
+        return WEIR_ERROR;
+    }
+
+    n = 0;
+
+    for (i = 0; i < cnt; i++) {
+        off = 0;
+
+        while (off < iov[i].iov_len) {
+            room = WEIR_HTTP_V2_UP_SEND_QUEUE - st->out_bytes;
+
+            if (room == 0) {
+                goto full;
+            }
+
+            cl = (st->out && st->last_out != &st->out)
+                 ? weir_queue_data(st->last_out, weir_chain_t, next)
+                 : NULL;
+
+            if (cl == NULL || cl->buf->last == cl->buf->end) {
+                cl = weir_http_v2_up_block(st);
+                if (cl == NULL) {
+                    return WEIR_ERROR;
+                }
+
+                *st->last_out = cl;
+                st->last_out = &cl->next;
+            }
+
+            len = weir_min(iov[i].iov_len - off,
+                           (size_t) (cl->buf->end - cl->buf->last));
+            len = weir_min(len, room);
+
+            cl->buf->last = weir_cpymem(cl->buf->last,
+                                        (unsigned char *) iov[i].iov_base
+                                        + off, len);
+            off += len;
+            n += len;
+            st->out_bytes += len;
+        }
+    }
+
+full:
+
+    if (n == 0) {
+        c->write->ready = 0;
+        return WEIR_AGAIN;
+    }
+
+    if (st->out_bytes == WEIR_HTTP_V2_UP_SEND_QUEUE) {
+        c->write->ready = 0;
+    }
+
+    if (st->deferred) {
+        st->deferred = 0;
+        (void) nghttp2_session_resume_data(st->h2->session, st->id);
+    }
+
+    weir_http_v2_up_post_write(st->h2);
+
+    return n;
+}
+
+
+/* the request body to nghttp2, as the origin's window allows */
+
+static ssize_t
+weir_http_v2_up_read_data(nghttp2_session *session, int32_t stream_id,
+    uint8_t *buf, size_t length, uint32_t *data_flags,
+    nghttp2_data_source *source, void *user_data)
+{
+    size_t               n, len;
+    weir_chain_t        *cl;
+    weir_http_v2_ups_t  *st;
+
+    (void) session;
+    (void) stream_id;
+    (void) user_data;
+
+    st = source->ptr;
+
+    if (st == NULL) {
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+
+    n = 0;
+
+    while (st->out && n < length) {
+        cl = st->out;
+        len = weir_min(length - n, (size_t) (cl->buf->last - cl->buf->pos));
+        buf = weir_cpymem(buf, cl->buf->pos, len);
+        cl->buf->pos += len;
+        n += len;
+
+        if (cl->buf->pos == cl->buf->last) {
+            st->out = cl->next;
+
+            if (st->out == NULL) {
+                st->last_out = &st->out;
+            }
+
+            cl->next = st->free;
+            st->free = cl;
+        }
+    }
+
+    st->out_bytes -= n;
+    st->sent += n;
+
+    if (n && !st->wev.ready) {
+        /* room again: the core writes more */
+        st->wev.ready = 1;
+        weir_http_v2_up_wake(st, 1);
+    }
+
+    if (st->out == NULL && st->body_eof) {
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+        return n;
+    }
+
+    if (n == 0) {
+        st->deferred = 1;
+        return NGHTTP2_ERR_DEFERRED;
+    }
+
+    return n;
+}
+
+
+/* post the stream's event for the core (its handler runs after this
+ * pass of the session's callbacks) */
+
+static void
+weir_http_v2_up_wake(weir_http_v2_ups_t *st, weir_uint_t write)
+{
+    weir_event_t  *ev;
+
+    ev = write ? &st->wev : &st->rev;
+    ev->ready = 1;
+
+    if (!ev->posted && st->conn.data) {
+        weir_post_event(ev, &weir_posted_events);
+    }
+}
+
+
+/* ---- the session ---------------------------------------------------- */
+
+static weir_int_t
+weir_http_v2_up_init_callbacks(void)
+{
+    nghttp2_session_callbacks  *cb;
+
+    if (weir_http_v2_up_callbacks) {
+        return WEIR_OK;
+    }
+
+    if (nghttp2_session_callbacks_new(&cb) != 0) {
+        return WEIR_ERROR;
+    }
+
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb,
+        weir_http_v2_up_on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb,
+        weir_http_v2_up_on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb,
+        weir_http_v2_up_on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb,
+        weir_http_v2_up_on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb,
+        weir_http_v2_up_on_stream_close);
+
+    weir_http_v2_up_callbacks = cb;
+
+    return WEIR_OK;
+}
+
+
+static weir_http_upstream_session_t *
+weir_http_v2_up_create(weir_http_upstream_t *u, weir_connection_t *c)
+{
+    int                     rv;
+    weir_log_t             *log;
+    nghttp2_option         *opt;
+    weir_http_v2_up_t      *h2;
+    nghttp2_settings_entry  iv[3];
+
+    log = u->request->connection->log;
+
+    if (u->ssl && !u->origin_h2) {
+        weir_log_error(WEIR_LOG_ERR, log, 0,
+                       "upstream did not choose \"h2\" with ALPN");
+        return NULL;
+    }
+
+    if (weir_http_v2_up_init_callbacks() != WEIR_OK) {
+        return NULL;
+    }
+
+    h2 = weir_calloc(sizeof(weir_http_v2_up_t), log);
+    if (h2 == NULL) {
+        return NULL;
+    }
+
+    if (nghttp2_option_new(&opt) != 0) {
+        weir_free(h2);
+        return NULL;
+    }
+
+    /* the window is given back as the client takes the bytes */
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    /* until the origin's SETTINGS say otherwise */
+    nghttp2_option_set_peer_max_concurrent_streams(opt, 100);
+
+    rv = nghttp2_session_client_new3(&h2->session, weir_http_v2_up_callbacks,
+                                     h2, opt, weir_http_v2_mem());
+    nghttp2_option_del(opt);
+
+    if (rv != 0) {
+        weir_log_error(WEIR_LOG_ERR, log, 0,
+                       "nghttp2_session_client_new() failed: %s",
+                       nghttp2_strerror(rv));
+        weir_free(h2);
+        return NULL;
+    }
+
+    iv[0].settings_id = NGHTTP2_SETTINGS_ENABLE_PUSH;
+    iv[0].value = 0;
+    iv[1].settings_id = NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE;
+    iv[1].value = WEIR_HTTP_V2_UP_STREAM_WINDOW;
+    iv[2].settings_id = NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE;
+    iv[2].value = (uint32_t) u->conf->buffer_size;
+
+    if (nghttp2_submit_settings(h2->session, NGHTTP2_FLAG_NONE, iv, 3) != 0
+        || nghttp2_session_set_local_window_size(h2->session,
+               NGHTTP2_FLAG_NONE, 0, WEIR_HTTP_V2_UP_CONN_WINDOW) != 0)
+    {
+        nghttp2_session_del(h2->session);
+        weir_free(h2);
+        return NULL;
+    }
+
+    h2->connection = c;
+    h2->send_timeout = u->conf->send_timeout;
+    h2->recv_size = 16384;
+    weir_queue_init(&h2->streams);
+
+    /* the session outlives the request: its own log, the cycle's */
+    c->data = h2;
+    c->log = weir_cycle->log;
+    c->read->log = c->log;
+    c->write->log = c->log;
+    c->pool->log = c->log;
+    c->read->handler = weir_http_v2_up_read_handler;
+    c->write->handler = weir_http_v2_up_write_handler;
+    c->sendfile = 0;
+
+    if (c->read->timer_set) {
+        weir_event_del_timer(c->read);
+    }
+
+    if (c->write->timer_set) {
+        weir_event_del_timer(c->write);
+    }
+
+    weir_log_debug(log, 0, "upstream HTTP/2 session *%lu",
+                   (unsigned long) c->number);
+
+    weir_http_v2_up_post_write(h2);
+
+    return &h2->s;
+}
+
+
+static weir_connection_t *
+weir_http_v2_up_open_stream(weir_http_upstream_session_t *s,
+    weir_http_upstream_t *u)
+{
+    int32_t                 id;
+    weir_connection_t      *fc, *c;
+    weir_http_v2_up_t      *h2;
+    weir_http_v2_ups_t     *st;
+    weir_http_request_t    *r;
+    weir_http_v2_up_ctx_t  *ctx;
+    nghttp2_data_provider   prd, *dp;
+
+    h2 = (weir_http_v2_up_t *) s;
+    r = u->request;
+    ctx = u->proto_ctx;
+    c = h2->connection;
+
+    st = weir_pcalloc(r->pool, sizeof(weir_http_v2_ups_t));
+    if (st == NULL) {
+        return NULL;
+    }
+
+    st->h2 = h2;
+    st->upstream = u;
+    st->last_head = &st->heads;
+    st->last_in = &st->in;
+    st->last_out = &st->out;
+
+    fc = &st->conn;
+    fc->read = &st->rev;
+    fc->write = &st->wev;
+    fc->fd = (weir_fd_t) -1;
+    fc->recv = weir_http_v2_up_recv;
+    fc->send = weir_http_v2_up_send;
+    fc->writev = weir_http_v2_up_writev;
+    fc->pool = r->pool;
+    fc->log = r->connection->log;
+    fc->number = c->number;
+    fc->sockaddr = c->sockaddr;
+    fc->socklen = c->socklen;
+    fc->start_time = weir_current_msec;
+    fc->sendfile = 0;
+    fc->tcp_nodelay = WEIR_TCP_NODELAY_DISABLED;
+
+    st->rev.data = fc;
+    st->rev.log = fc->log;
+    st->rev.active = 1;
+    st->rev.index = WEIR_INVALID_INDEX;
+
+    st->wev.data = fc;
+    st->wev.log = fc->log;
+    st->wev.write = 1;
+    st->wev.active = 1;
+    st->wev.ready = 1;
+    st->wev.index = WEIR_INVALID_INDEX;
+
+    dp = NULL;
+
+    if (u->req.has_body) {
+        prd.source.ptr = st;
+        prd.read_callback = weir_http_v2_up_read_data;
+        dp = &prd;
+    }
+
+    id = nghttp2_submit_request(h2->session, NULL, ctx->nva, ctx->nvlen, dp,
+                                st);
+    if (id < 0) {
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "nghttp2_submit_request() failed: %s",
+                       nghttp2_strerror(id));
+        return NULL;
+    }
+
+    st->id = id;
+    ctx->stream = st;
+
+    weir_queue_insert_tail(&h2->streams, &st->queue);
+    h2->nstreams++;
+
+    weir_http_v2_up_post_write(h2);
+
+    return fc;
+}
+
+
+static void
+weir_http_v2_up_close_stream(weir_http_upstream_session_t *s,
+    weir_connection_t *fc, weir_uint_t complete)
+{
+    weir_http_v2_up_t      *h2;
+    weir_http_v2_ups_t     *st;
+    weir_http_v2_up_ctx_t  *ctx;
+
+    h2 = (weir_http_v2_up_t *) s;
+    st = weir_http_v2_up_stream_of(fc);
+
+    if (st->rev.timer_set) {
+        weir_event_del_timer(&st->rev);
+    }
+
+    if (st->wev.timer_set) {
+        weir_event_del_timer(&st->wev);
+    }
+
+    if (st->rev.posted) {
+        weir_delete_posted_event(&st->rev);
+    }
+
+    if (st->wev.posted) {
+        weir_delete_posted_event(&st->wev);
+    }
+
+    fc->data = NULL;
+
+    if (h2->session) {
+        if (!st->closed) {
+            /* complete but still open: the request body is not all sent
+             * (an early response) */
+            (void) nghttp2_submit_rst_stream(h2->session, NGHTTP2_FLAG_NONE,
+                       st->id, complete ? NGHTTP2_NO_ERROR : NGHTTP2_CANCEL);
+            (void) nghttp2_session_set_stream_user_data(h2->session, st->id,
+                                                        NULL);
+        }
+
+        if (st->in_bytes) {
+            /* DATA the core never took: the connection's credit back */
+            (void) nghttp2_session_consume_connection(h2->session,
+                                                      st->in_bytes);
+            st->in_bytes = 0;
+        }
+
+        weir_http_v2_up_post_write(h2);
+    }
+
+    ctx = st->upstream->proto_ctx;
+
+    if (ctx && ctx->stream == st) {
+        ctx->stream = NULL;
+    }
+
+    weir_queue_remove(&st->queue);
+    h2->nstreams--;
+
+    if (h2->s.pool == NULL && h2->nstreams == 0) {
+        /* out of the pool (drained, failed, not kept idle): done */
+        weir_http_v2_up_close(&h2->s);
+    }
+}
+
+
+static weir_uint_t
+weir_http_v2_up_has_room(weir_http_upstream_session_t *s)
+{
+    uint32_t            max;
+    weir_http_v2_up_t  *h2;
+
+    h2 = (weir_http_v2_up_t *) s;
+
+    if (h2->dead || h2->goaway || h2->session == NULL) {
+        return 0;
+    }
+
+    max = nghttp2_session_get_remote_settings(h2->session,
+              NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+
+    max = weir_min(max, WEIR_HTTP_V2_UP_MAX_STREAMS);
+
+    return h2->nstreams < max
+           && nghttp2_session_get_next_stream_id(h2->session) < 0x7fffff00;
+}
+
+
+/* the pool lets s go: a GOAWAY, and the connection closes once no stream
+ * is left */
+
+static void
+weir_http_v2_up_close(weir_http_upstream_session_t *s)
+{
+    weir_http_v2_up_t  *h2;
+
+    h2 = (weir_http_v2_up_t *) s;
+
+    s->draining = 1;
+
+    if (h2->session && !h2->goaway && !h2->dead) {
+        h2->goaway = 1;
+        (void) nghttp2_submit_goaway(h2->session, NGHTTP2_FLAG_NONE,
+                                     0, NGHTTP2_NO_ERROR, NULL, 0);
+    }
+
+    if (h2->nstreams) {
+        return;
+    }
+
+    if (h2->session && !h2->dead && !h2->in_handler) {
+        /* the GOAWAY goes if the socket takes it now */
+        (void) weir_http_v2_wire_flush(&h2->wire, h2->session,
+                                       h2->connection, h2->send_timeout, 1);
+    }
+
+    weir_http_v2_up_free(h2);
+}
+
+
+/* closes the socket and frees the session once nothing refers to it */
+
+static void
+weir_http_v2_up_free(weir_http_v2_up_t *h2)
+{
+    weir_pool_t        *pool;
+    weir_connection_t  *c;
+
+    if (h2->in_handler) {
+        h2->dead = 1;
+        return;
+    }
+
+    if (!h2->closed) {
+        h2->closed = 1;
+        c = h2->connection;
+        pool = c->pool;
+
+        weir_log_debug(c->log, 0, "upstream HTTP/2 session *%lu closed",
+                       (unsigned long) c->number);
+
+        weir_close_connection(c);
+
+        if (pool) {
+            weir_destroy_pool(pool);
+        }
+    }
+
+    if (h2->session) {
+        nghttp2_session_del(h2->session);
+        h2->session = NULL;
+    }
+
+    weir_http_v2_wire_free(&h2->wire);
+
+    if (h2->s.pool) {
+        weir_http_upstream_session_drain(&h2->s);
+    }
+
+    if (h2->nstreams == 0) {
+        weir_free(h2);
+    }
+}
+
+
+/* the connection failed: every stream ends with an error now */
+
+static void
+weir_http_v2_up_fail(weir_http_v2_up_t *h2, const char *reason)
+{
+    weir_queue_t        *q;
+    weir_http_v2_ups_t  *st;
+
+    if (h2->dead) {
+        return;
+    }
+
+    h2->dead = 1;
+
+    /* an idle session an origin closes is no news */
+    weir_log_error(h2->nstreams ? WEIR_LOG_ERR : WEIR_LOG_INFO,
+                   weir_cycle->log, 0, "upstream HTTP/2 session *%lu: %s",
+                   (unsigned long) h2->connection->number, reason);
+
+    weir_http_upstream_session_drain(&h2->s);
+
+    for (q = weir_queue_head(&h2->streams);
+         q != weir_queue_sentinel(&h2->streams);
+         q = weir_queue_next(q))
+    {
+        st = weir_queue_data(q, weir_http_v2_ups_t, queue);
+
+        if (!st->closed) {
+            st->failed = 1;
+        }
+
+        weir_http_v2_up_wake(st, 0);
+        weir_http_v2_up_wake(st, 1);
+    }
+}
+
+
+static void
+weir_http_v2_up_read_handler(weir_event_t *rev)
+{
+    ssize_t             n, rv;
+    size_t              total;
+    unsigned char      *buf;
+    weir_connection_t  *c;
+    weir_http_v2_up_t  *h2;
+
+    c = rev->data;
+    h2 = c->data;
+
+    if (h2->dead || h2->session == NULL) {
+        return;
+    }
+
+    if (c->close) {
+        /* the worker shuts down or lacks connections */
+        c->close = 0;
+
+        if (h2->nstreams == 0) {
+            weir_http_upstream_session_drain(&h2->s);
+            weir_http_v2_up_close(&h2->s);
+            return;
+        }
+
+        weir_http_upstream_session_drain(&h2->s);
+    }
+
+    buf = weir_http_v2_recv_buffer(h2->recv_size, c->log);
+    if (buf == NULL) {
+        weir_http_v2_up_fail(h2, "no memory");
+        goto done;
+    }
+
+    total = 0;
+    h2->in_handler = 1;
+
+    for ( ;; ) {
+
+        if (!rev->ready && c->ssl && c->ssl->ops->pending(c)) {
+            rev->ready = 1;
+        }
+
+        if (!rev->ready) {
+            break;
+        }
+
+        if (total >= 8 * h2->recv_size) {
+            weir_post_event(rev, &weir_posted_next_events);
+            break;
+        }
+
+        n = c->recv(c, buf, h2->recv_size);
+
+        if (n == WEIR_AGAIN) {
+            break;
+        }
+
+        if (n == 0 || n == WEIR_ERROR) {
+            h2->in_handler = 0;
+            weir_http_v2_up_fail(h2, n == 0 ? "closed by the upstream"
+                                            : "recv() failed");
+            goto done;
+        }
+
+        total += n;
+
+        rv = nghttp2_session_mem_recv(h2->session, buf, (size_t) n);
+
+        if (rv < 0) {
+            h2->in_handler = 0;
+            weir_http_v2_up_fail(h2, nghttp2_strerror((int) rv));
+            goto done;
+        }
+
+        if (h2->dead) {
+            break;
+        }
+    }
+
+    h2->in_handler = 0;
+
+    if (!h2->dead && weir_handle_read_event(rev, 0) != WEIR_OK) {
+        weir_http_v2_up_fail(h2, "cannot wait for reading");
+    }
+
+done:
+
+    weir_http_v2_up_post_write(h2);
+    weir_http_v2_up_check(h2);
+}
+
+
+static void
+weir_http_v2_up_post_write(weir_http_v2_up_t *h2)
+{
+    weir_event_t  *wev;
+
+    if (h2->wire.posted || h2->wire.blocked || h2->closed) {
+        return;
+    }
+
+    wev = h2->connection->write;
+
+    if (wev->posted) {
+        return;
+    }
+
+    h2->wire.posted = 1;
+    weir_post_event(wev, &weir_posted_events);
+}
+
+
+static void
+weir_http_v2_up_write_handler(weir_event_t *wev)
+{
+    weir_connection_t  *c;
+    weir_http_v2_up_t  *h2;
+
+    c = wev->data;
+    h2 = c->data;
+
+    h2->wire.posted = 0;
+
+    if (h2->dead || h2->session == NULL) {
+        weir_http_v2_up_check(h2);
+        return;
+    }
+
+    if (wev->timedout) {
+        weir_http_v2_up_fail(h2, "send timed out");
+        weir_http_v2_up_check(h2);
+        return;
+    }
+
+    h2->in_handler = 1;
+
+    if (weir_http_v2_wire_flush(&h2->wire, h2->session, c, h2->send_timeout,
+                                h2->nstreams == 0)
+        == WEIR_ERROR)
+    {
+        h2->in_handler = 0;
+        weir_http_v2_up_fail(h2, "send failed");
+        weir_http_v2_up_check(h2);
+        return;
+    }
+
+    h2->in_handler = 0;
+
+    weir_http_v2_up_check(h2);
+}
+
+
+/* after the callbacks: a session nghttp2 is done with, or a dead one
+ * without streams, goes */
+
+static void
+weir_http_v2_up_check(weir_http_v2_up_t *h2)
+{
+    if (h2->in_handler) {
+        return;
+    }
+
+    if (!h2->dead && h2->session
+        && !nghttp2_session_want_read(h2->session)
+        && !nghttp2_session_want_write(h2->session))
+    {
+        weir_http_v2_up_fail(h2, "session ended");
+    }
+
+    if (h2->dead && !h2->closed) {
+        if (h2->nstreams == 0) {
+            weir_http_v2_up_free(h2);
+            return;
+        }
+
+        /* the streams' requests end with their errors; the socket goes
+         * now, the memory with the last stream */
+        h2->dead = 1;
+        weir_http_v2_up_free(h2);
+    }
+}
+
+
+/* ---- nghttp2's callbacks -------------------------------------------- */
+
+static weir_http_v2_ups_t *
+weir_http_v2_up_stream(nghttp2_session *session, int32_t id)
+{
+    return nghttp2_session_get_stream_user_data(session, id);
+}
+
+
+static int
+weir_http_v2_up_on_begin_headers(nghttp2_session *session,
+    const nghttp2_frame *frame, void *user_data)
+{
+    weir_pool_t            *pool;
+    weir_http_v2_ups_t     *st;
+    weir_http_v2_uphead_t  *head;
+
+    (void) user_data;
+
+    st = weir_http_v2_up_stream(session, frame->hd.stream_id);
+
+    if (st == NULL) {
+        return 0;
+    }
+
+    pool = st->upstream->request->pool;
+
+    if (frame->hd.type != NGHTTP2_HEADERS) {
+        return 0;
+    }
+
+    if (st->final_in) {
+        /* after the final head: trailers */
+        if (!st->has_trailers) {
+            if (weir_list_init(&st->trailers, pool, 4,
+                               sizeof(weir_http_header_t))
+                != WEIR_OK)
+            {
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+            }
+
+            st->has_trailers = 1;
+        }
+
+        st->cur = NULL;
+        return 0;
+    }
+
+    head = weir_pcalloc(pool, sizeof(weir_http_v2_uphead_t));
+    if (head == NULL
+        || weir_list_init(&head->hi.headers, pool, 16,
+                          sizeof(weir_http_header_t))
+           != WEIR_OK)
+    {
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+
+    head->hi.content_length_n = -1;
+    st->cur = head;
+
+    return 0;
+}
+
+
+/*
+ * A field of a head or of the trailers. nghttp2 has checked it (names
+ * lowercase, no connection-specific fields, pseudo-headers of a
+ * response only and first): what is left is :status, the size of the
+ * head (proxy_buffer_size, as the HTTP/1.1 head), and the fields the
+ * core links by name.
+ */
+
+static int
+weir_http_v2_up_on_header(nghttp2_session *session,
+    const nghttp2_frame *frame, const uint8_t *name, size_t namelen,
+    const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data)
+{
+    off_t                             n;
+    weir_uint_t                       hash;
+    unsigned char                    *p;
+    weir_list_t                      *list;
+    weir_pool_t                      *pool;
+    weir_http_header_t               *h, **link;
+    weir_http_v2_ups_t               *st;
+    weir_http_upstream_t             *u;
+    weir_http_v2_uphead_t            *head;
+    weir_http_upstream_headers_in_t  *hi;
+
+    (void) flags;
+    (void) user_data;
+
+    st = weir_http_v2_up_stream(session, frame->hd.stream_id);
+
+    if (st == NULL) {
+        return 0;
+    }
+
+    u = st->upstream;
+    pool = u->request->pool;
+    head = st->cur;
+
+    if (head) {
+        hi = &head->hi;
+        list = &hi->headers;
+        head->size += namelen + valuelen + 32;
+
+        if (head->size > u->conf->buffer_size) {
+            weir_log_error(WEIR_LOG_ERR, u->request->connection->log, 0,
+                           "upstream sent too big header");
+            st->failed = 1;
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
+
+        if (namelen == 7 && weir_memcmp(name, ":status", 7) == 0) {
+            if (valuelen != 3 || value[0] < '1' || value[0] > '5'
+                || value[1] < '0' || value[1] > '9'
+                || value[2] < '0' || value[2] > '9')
+            {
+                st->failed = 1;
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+            }
+
+            hi->status_n = (value[0] - '0') * 100 + (value[1] - '0') * 10
+                           + (value[2] - '0');
+
+            hi->status_line.data = weir_pnalloc(pool, 3);
+            if (hi->status_line.data == NULL) {
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+            }
+
+            weir_memcpy(hi->status_line.data, value, 3);
+            hi->status_line.len = 3;
+
+            return 0;
+        }
+
+    } else if (st->has_trailers) {
+        hi = NULL;
+        list = &st->trailers;
+
+    } else {
+        return 0;
+    }
+
+    if (namelen && name[0] == ':') {
+        return 0;
+    }
+
+    h = weir_list_push(list);
+    if (h == NULL) {
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+
+    p = weir_pnalloc(pool, namelen + 1 + valuelen + 1);
+    if (p == NULL) {
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+
+    h->key.data = p;
+    h->key.len = namelen;
+    p = weir_cpymem(p, name, namelen);
+    *p++ = '\0';
+    h->value.data = p;
+    h->value.len = valuelen;
+    p = weir_cpymem(p, value, valuelen);
+    *p = '\0';
+
+    /* HTTP/2 names are lowercase already */
+    h->lowcase_key = h->key.data;
+    hash = weir_hash_key(h->key.data, namelen);
+    h->hash = hash ? hash : 1;
+    h->token = weir_http_header_token(h->lowcase_key, namelen, hash);
+    h->next = NULL;
+
+    if (hi == NULL) {
+        return 0;
+    }
+
+    if (h->token == WEIR_HTTP_HDR_CONTENT_LENGTH) {
+        n = weir_atoof(h->value.data, h->value.len);
+
+        if (n < 0 || (hi->content_length && n != hi->content_length_n)) {
+            st->failed = 1;
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
+
+        hi->content_length_n = n;
+    }
+
+    link = weir_http_upstream_header_link(hi, h->token);
+
+    if (link) {
+        while (*link) {
+            link = &(*link)->next;
+        }
+
+        *link = h;
+    }
+
+    return 0;
+}
+
+
+static int
+weir_http_v2_up_on_frame_recv(nghttp2_session *session,
+    const nghttp2_frame *frame, void *user_data)
+{
+    weir_http_v2_up_t      *h2 = user_data;
+    weir_http_v2_ups_t     *st;
+    weir_http_v2_uphead_t  *head;
+
+
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+        /* no new stream; those above last_stream_id are closed by
+         * nghttp2 with REFUSED_STREAM: retried elsewhere */
+        h2->goaway = 1;
+        weir_http_upstream_session_drain(&h2->s);
+
+        if (frame->goaway.error_code != NGHTTP2_NO_ERROR) {
+            weir_log_error(WEIR_LOG_ERR, weir_cycle->log, 0,
+                           "upstream HTTP/2 session *%lu: GOAWAY %s",
+                           (unsigned long) h2->connection->number,
+                           nghttp2_http2_strerror(frame->goaway.error_code));
+        }
+
+        return 0;
+    }
+
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
+    {
+        return 0;
+    }
+
+    st = weir_http_v2_up_stream(session, frame->hd.stream_id);
+
+    if (st == NULL) {
+        return 0;
+    }
+
+    if (frame->hd.type == NGHTTP2_HEADERS && st->cur) {
+        head = st->cur;
+        st->cur = NULL;
+
+        if (head->hi.status_n >= 200) {
+            st->final_in = 1;
+
+        } else if (++st->ninterim > WEIR_HTTP_V2_UP_MAX_INTERIM) {
+            weir_log_error(WEIR_LOG_ERR, st->conn.log, 0,
+                           "upstream sent too many interim responses");
+            st->failed = 1;
+            (void) nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE,
+                                             st->id, NGHTTP2_CANCEL);
+            weir_http_v2_up_wake(st, 0);
+            return 0;
+        }
+
+        *st->last_head = head;
+        st->last_head = &head->next;
+        weir_http_v2_up_wake(st, 0);
+    }
+
+    if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+        st->end_in = 1;
+        weir_http_v2_up_wake(st, 0);
+    }
+
+    return 0;
+}
+
+
+static int
+weir_http_v2_up_on_data(nghttp2_session *session, uint8_t flags,
+    int32_t stream_id, const uint8_t *data, size_t len, void *user_data)
+{
+    size_t               n;
+    weir_chain_t        *cl;
+    weir_http_v2_ups_t  *st;
+
+    (void) flags;
+    (void) user_data;
+
+    st = weir_http_v2_up_stream(session, stream_id);
+
+    if (st == NULL) {
+        /* nobody wants it: the credit goes back at once */
+        (void) nghttp2_session_consume(session, stream_id, len);
+        return 0;
+    }
+
+    st->in_bytes += len;
+
+    while (len) {
+        cl = (st->in && st->last_in != &st->in)
+             ? weir_queue_data(st->last_in, weir_chain_t, next)
+             : NULL;
+
+        if (cl == NULL || cl->buf->last == cl->buf->end) {
+            cl = weir_http_v2_up_block(st);
+            if (cl == NULL) {
+                return NGHTTP2_ERR_CALLBACK_FAILURE;
+            }
+
+            *st->last_in = cl;
+            st->last_in = &cl->next;
+        }
+
+        n = weir_min(len, (size_t) (cl->buf->end - cl->buf->last));
+        cl->buf->last = weir_cpymem(cl->buf->last, data, n);
+        data += n;
+        len -= n;
+    }
+
+    weir_http_v2_up_wake(st, 0);
+
+    return 0;
+}
+
+
+static int
+weir_http_v2_up_on_stream_close(nghttp2_session *session, int32_t stream_id,
+    uint32_t error_code, void *user_data)
+{
+    weir_http_v2_ups_t  *st;
+
+    (void) user_data;
+
+    st = weir_http_v2_up_stream(session, stream_id);
+
+    if (st == NULL) {
+        return 0;
+    }
+
+    st->closed = 1;
+    st->error_code = error_code;
+
+    if (error_code != NGHTTP2_NO_ERROR || !st->end_in) {
+        st->failed = 1;
+
+        if (error_code != NGHTTP2_REFUSED_STREAM
+            && error_code != NGHTTP2_NO_ERROR && st->final_head)
+        {
+            weir_log_error(WEIR_LOG_ERR, st->conn.log, 0,
+                           "upstream reset the HTTP/2 stream: %s",
+                           nghttp2_http2_strerror(error_code));
+        }
+    }
+
+    (void) nghttp2_session_set_stream_user_data(session, stream_id, NULL);
+
+    weir_http_v2_up_wake(st, 0);
+    weir_http_v2_up_wake(st, 1);
+
+    return 0;
+}
+

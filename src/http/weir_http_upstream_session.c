@@ -1,0 +1,498 @@
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_event.h"
+#include "weir_http.h"
+#include "weir_http_upstream_int.h"
+
+/*
+ * The session pool: multiplexed sessions to origins (HTTP/2 now), per
+ * worker and group (us->sessions; one pool for requests without a
+ * group). It wraps the peer hooks the keep-alive pool wrapped before it,
+ * so the balancer still chooses every attempt's peer and hears how it
+ * went:
+ *
+ *   get:   the balancer's peer, then a session to that (address, key)
+ *          that is not draining and has room: a stream on it is the
+ *          attempt's connection (WEIR_DONE, as a cached connection).
+ *          None: WEIR_OK, the core connects, and once the connection
+ *          (and its TLS) is up, weir_http_upstream_session_start makes
+ *          it a session and opens the stream.
+ *   free:  closes the stream (reset unless complete); a failure of the
+ *          whole session reaches the balancer once.
+ *
+ * A session with no open stream is idle: it is closed after
+ * keepalive_timeout, and when more than "keepalive N" sessions of the
+ * group are idle, the one idle longest is closed. keepalive_requests
+ * streams per session and keepalive_time drain a session (no new
+ * stream; it closes when its last stream ends).
+ */
+
+
+typedef struct {
+    weir_queue_t                          sessions; /* all of the pool */
+    weir_queue_t                          idle;     /* head: newest */
+    weir_uint_t                           nidle;
+    weir_http_upstream_keepalive_conf_t   conf;
+} weir_http_upstream_session_pool_t;
+
+
+/* per request: the hooks called through */
+typedef struct {
+    weir_http_upstream_session_pool_t    *pool;
+    weir_http_upstream_t                 *upstream;
+    weir_http_upstream_session_t         *session;  /* of the stream */
+    void                                 *data;
+    weir_event_get_peer_pt                original_get_peer;
+    weir_event_free_peer_pt               original_free_peer;
+} weir_http_upstream_session_peer_t;
+
+
+static weir_int_t weir_http_upstream_session_get(weir_peer_connection_t *pc,
+    void *data);
+static void weir_http_upstream_session_free(weir_peer_connection_t *pc,
+    void *data, weir_uint_t state);
+static weir_http_upstream_session_pool_t *weir_http_upstream_session_pool(
+    weir_http_upstream_srv_conf_t *us);
+static weir_connection_t *weir_http_upstream_session_open(
+    weir_http_upstream_session_peer_t *sp, weir_http_upstream_session_t *s);
+static weir_uint_t weir_http_upstream_session_usable(
+    weir_http_upstream_session_pool_t *pool, weir_http_upstream_session_t *s);
+static void weir_http_upstream_session_idle_handler(weir_event_t *ev);
+static void weir_http_upstream_session_remove(
+    weir_http_upstream_session_t *s);
+static void weir_http_upstream_session_end_stream(
+    weir_http_upstream_session_peer_t *sp, weir_peer_connection_t *pc,
+    weir_uint_t complete);
+
+
+/* requests without a group (proxy_pass to an address made of variables
+ * that name no block) share this worker's pool */
+static weir_http_upstream_session_pool_t  *weir_http_upstream_session_default;
+
+
+weir_int_t
+weir_http_upstream_session_init_peer(weir_http_request_t *r,
+    weir_http_upstream_srv_conf_t *us)
+{
+    weir_http_upstream_t               *u;
+    weir_http_upstream_session_peer_t  *sp;
+
+    u = r->upstream;
+
+    sp = weir_palloc(r->pool, sizeof(weir_http_upstream_session_peer_t));
+    if (sp == NULL) {
+        return WEIR_ERROR;
+    }
+
+    sp->pool = weir_http_upstream_session_pool(us);
+    if (sp->pool == NULL) {
+        return WEIR_ERROR;
+    }
+
+    sp->upstream = u;
+    sp->session = NULL;
+    sp->data = u->peer.data;
+    sp->original_get_peer = u->peer.get;
+    sp->original_free_peer = u->peer.free;
+
+    if (!u->ssl && u->peer.key.len == 0) {
+        /* cleartext: apart from the HTTP/1.1 connections to the same
+         * address (TLS keys carry the ALPN offered) */
+        weir_str_set(&u->peer.key, "h2c");
+    }
+
+    u->peer.data = sp;
+    u->peer.get = weir_http_upstream_session_get;
+    u->peer.free = weir_http_upstream_session_free;
+
+    return WEIR_OK;
+}
+
+
+static weir_http_upstream_session_pool_t *
+weir_http_upstream_session_pool(weir_http_upstream_srv_conf_t *us)
+{
+    weir_cycle_t                       *cycle;
+    weir_http_upstream_session_pool_t  *pool;
+
+    if (us && us->sessions) {
+        return us->sessions;
+    }
+
+    if (us == NULL && weir_http_upstream_session_default) {
+        return weir_http_upstream_session_default;
+    }
+
+    cycle = (weir_cycle_t *) weir_cycle;
+
+    pool = weir_pcalloc(cycle->pool,
+                        sizeof(weir_http_upstream_session_pool_t));
+    if (pool == NULL) {
+        return NULL;
+    }
+
+    weir_queue_init(&pool->sessions);
+    weir_queue_init(&pool->idle);
+    weir_http_upstream_keepalive_conf(us, &pool->conf);
+
+    if (us) {
+        us->sessions = pool;
+
+    } else {
+        weir_http_upstream_session_default = pool;
+    }
+
+    return pool;
+}
+
+
+static weir_int_t
+weir_http_upstream_session_get(weir_peer_connection_t *pc, void *data)
+{
+    weir_http_upstream_session_peer_t  *sp = data;
+
+    weir_int_t                     rc;
+    weir_queue_t                  *q, *next;
+    weir_connection_t             *fc;
+    weir_http_upstream_session_t  *s;
+
+    rc = sp->original_get_peer(pc, sp->data);
+
+    if (rc != WEIR_OK) {
+        /* WEIR_DONE would be an idle HTTP/1 connection: the pool keys
+         * differ by protocol, so none is handed out for a session */
+        return rc;
+    }
+
+    for (q = weir_queue_head(&sp->pool->sessions);
+         q != weir_queue_sentinel(&sp->pool->sessions);
+         q = next)
+    {
+        /* usable() may take s out of the pool */
+        next = weir_queue_next(q);
+        s = weir_queue_data(q, weir_http_upstream_session_t, queue);
+
+        if (s->socklen != pc->socklen || s->key_len != pc->key.len
+            || weir_memcmp(&s->sockaddr, pc->sockaddr, pc->socklen) != 0
+            || (pc->key.len
+                && weir_memcmp(s->key, pc->key.data, pc->key.len) != 0))
+        {
+            continue;
+        }
+
+        if (!weir_http_upstream_session_usable(sp->pool, s)
+            || !s->ops->has_room(s))
+        {
+            continue;
+        }
+
+        fc = weir_http_upstream_session_open(sp, s);
+        if (fc == NULL) {
+            return WEIR_ERROR;
+        }
+
+        weir_log_debug(pc->log, 0, "upstream session: stream on *%lu",
+                       (unsigned long) s->connection->number);
+
+        pc->connection = fc;
+        pc->cached = 1;
+
+        return WEIR_DONE;
+    }
+
+    return WEIR_OK;
+}
+
+
+/* may s take another stream: keepalive_requests, keepalive_time */
+
+static weir_uint_t
+weir_http_upstream_session_usable(weir_http_upstream_session_pool_t *pool,
+    weir_http_upstream_session_t *s)
+{
+    if (s->draining) {
+        return 0;
+    }
+
+    if (s->requests >= (weir_uint_t) pool->conf.requests
+        || weir_current_msec - s->start_time >= pool->conf.time)
+    {
+        weir_http_upstream_session_drain(s);
+        return 0;
+    }
+
+    return 1;
+}
+
+
+static weir_connection_t *
+weir_http_upstream_session_open(weir_http_upstream_session_peer_t *sp,
+    weir_http_upstream_session_t *s)
+{
+    weir_connection_t  *fc;
+
+    fc = s->ops->open_stream(s, sp->upstream);
+    if (fc == NULL) {
+        return NULL;
+    }
+
+    if (s->streams++ == 0 && s->idle_queue.next) {
+        /* busy again */
+        weir_queue_remove(&s->idle_queue);
+        s->idle_queue.next = NULL;
+        sp->pool->nidle--;
+
+        if (s->idle.timer_set) {
+            weir_event_del_timer(&s->idle);
+        }
+
+        weir_reusable_connection(s->connection, 0);
+    }
+
+    s->requests++;
+    sp->session = s;
+
+    return fc;
+}
+
+
+weir_int_t
+weir_http_upstream_session_start(weir_http_upstream_t *u)
+{
+    weir_connection_t                  *c, *fc;
+    weir_peer_connection_t             *pc;
+    weir_http_upstream_session_t       *s;
+    weir_http_upstream_session_peer_t  *sp;
+
+    pc = &u->peer;
+    sp = pc->data;
+    c = pc->connection;
+
+    if (pc->free != weir_http_upstream_session_free) {
+        weir_log_error(WEIR_LOG_ALERT, u->request->connection->log, 0,
+                       "upstream session without its pool");
+        return WEIR_ERROR;
+    }
+
+    s = u->proto->session->create(u, c);
+    if (s == NULL) {
+        return WEIR_ERROR;
+    }
+
+    s->ops = u->proto->session;
+    s->connection = c;
+    s->start_time = weir_current_msec;
+    s->socklen = pc->socklen;
+    weir_memcpy(&s->sockaddr, pc->sockaddr, pc->socklen);
+    s->key_len = pc->key.len;
+
+    if (pc->key.len) {
+        weir_memcpy(s->key, pc->key.data, pc->key.len);
+    }
+
+    s->idle.data = s;
+    s->idle.handler = weir_http_upstream_session_idle_handler;
+    s->idle.log = weir_cycle->log;
+    s->idle.cancelable = 1;
+
+    s->pool = sp->pool;
+    weir_queue_insert_head(&sp->pool->sessions, &s->queue);
+
+    /* the core forgets the connection: the session has it */
+    pc->connection = NULL;
+
+    fc = weir_http_upstream_session_open(sp, s);
+    if (fc == NULL) {
+        s->ops->close(s);
+        return WEIR_ERROR;
+    }
+
+    pc->connection = fc;
+
+    return WEIR_OK;
+}
+
+
+static void
+weir_http_upstream_session_free(weir_peer_connection_t *pc, void *data,
+    weir_uint_t state)
+{
+    weir_http_upstream_session_peer_t  *sp = data;
+
+    weir_http_upstream_session_t  *s;
+
+    s = sp->session;
+
+    if (s && pc->connection) {
+        if ((state & WEIR_PEER_FAILED) && s->failed) {
+            /* the session failed and one stream told the balancer */
+            state &= ~WEIR_PEER_FAILED;
+        }
+
+        weir_http_upstream_session_end_stream(sp, pc,
+            pc->keepalive && !(state & WEIR_PEER_FAILED));
+    }
+
+    pc->keepalive = 0;
+    sp->original_free_peer(pc, sp->data, state);
+}
+
+
+void
+weir_http_upstream_session_detach(weir_http_upstream_t *u)
+{
+    weir_http_upstream_session_peer_t  *sp;
+
+    sp = u->peer.data;
+
+    if (u->peer.free == weir_http_upstream_session_free && sp->session
+        && u->peer.connection)
+    {
+        weir_http_upstream_session_end_stream(sp, &u->peer, 0);
+    }
+}
+
+
+/* the stream of pc->connection ends; its session may become idle */
+
+static void
+weir_http_upstream_session_end_stream(weir_http_upstream_session_peer_t *sp,
+    weir_peer_connection_t *pc, weir_uint_t complete)
+{
+    weir_http_upstream_session_t       *s, *old;
+    weir_http_upstream_session_pool_t  *pool;
+
+    s = sp->session;
+    sp->session = NULL;
+    pool = s->pool;
+
+    s->streams--;
+
+    if (s->streams == 0 && pool && !s->draining
+        && weir_http_upstream_session_usable(pool, s)
+        && !(weir_terminate || weir_exiting || weir_quit))
+    {
+        /* idle: kept for keepalive_timeout, "keepalive N" per group at
+         * most */
+        weir_queue_insert_head(&pool->idle, &s->idle_queue);
+        pool->nidle++;
+        weir_event_add_timer(&s->idle, pool->conf.timeout);
+        weir_reusable_connection(s->connection, 1);
+
+        while (pool->nidle > (weir_uint_t) pool->conf.max_cached) {
+            old = weir_queue_data(weir_queue_last(&pool->idle),
+                                  weir_http_upstream_session_t, idle_queue);
+            weir_http_upstream_session_remove(old);
+
+            if (old != s) {
+                old->ops->close(old);
+            }
+        }
+
+    } else if (s->streams == 0) {
+        weir_http_upstream_session_remove(s);
+    }
+
+    /* last: closing the stream of a session that is out of the pool with
+     * no stream left closes the session */
+    s->ops->close_stream(s, pc->connection, complete);
+
+    pc->connection = NULL;
+}
+
+
+void
+weir_http_upstream_session_drain(weir_http_upstream_session_t *s)
+{
+    s->draining = 1;
+    weir_http_upstream_session_remove(s);
+}
+
+
+weir_uint_t
+weir_http_upstream_session_failure(weir_http_upstream_session_t *s)
+{
+    if (s->failed) {
+        return 0;
+    }
+
+    s->failed = 1;
+    return 1;
+}
+
+
+/* out of the pool: no stream is handed out on s any more */
+
+static void
+weir_http_upstream_session_remove(weir_http_upstream_session_t *s)
+{
+    weir_http_upstream_session_pool_t  *pool;
+
+    pool = s->pool;
+
+    if (pool == NULL) {
+        return;
+    }
+
+    if (s->idle_queue.next) {
+        weir_queue_remove(&s->idle_queue);
+        s->idle_queue.next = NULL;
+        pool->nidle--;
+    }
+
+    if (s->idle.timer_set) {
+        weir_event_del_timer(&s->idle);
+    }
+
+    weir_queue_remove(&s->queue);
+    s->pool = NULL;
+}
+
+
+static void
+weir_http_upstream_session_idle_handler(weir_event_t *ev)
+{
+    weir_http_upstream_session_t  *s = ev->data;
+
+    weir_log_debug(ev->log, 0, "upstream session *%lu: idle, closing",
+                   (unsigned long) s->connection->number);
+
+    weir_http_upstream_session_remove(s);
+    s->ops->close(s);
+}
+
+
+/* the worker exits: every session of its pools goes */
+
+void
+weir_http_upstream_session_close_all(weir_cycle_t *cycle)
+{
+    weir_uint_t                         i;
+    weir_queue_t                       *q;
+    weir_http_upstream_srv_conf_t     **uscfp;
+    weir_http_upstream_main_conf_t     *umcf;
+    weir_http_upstream_session_t       *s;
+    weir_http_upstream_session_pool_t  *pool;
+
+    umcf = weir_http_cycle_get_module_main_conf(cycle,
+                                                weir_http_upstream_module);
+
+    for (i = 0; umcf && i <= umcf->upstreams.nelts; i++) {
+
+        if (i == umcf->upstreams.nelts) {
+            pool = weir_http_upstream_session_default;
+            weir_http_upstream_session_default = NULL;
+
+        } else {
+            uscfp = umcf->upstreams.elts;
+            pool = uscfp[i]->sessions;
+        }
+
+        while (pool && !weir_queue_empty(&pool->sessions)) {
+            q = weir_queue_head(&pool->sessions);
+            s = weir_queue_data(q, weir_http_upstream_session_t, queue);
+            weir_http_upstream_session_remove(s);
+            s->ops->close(s);
+        }
+    }
+}
