@@ -11,6 +11,14 @@ Paths:
   /refuse          the first one: RST_STREAM REFUSED_STREAM; later
                    ones answer 200 "second try" and the body
   /hold            never answers (for timeouts)
+  /badhdr          a connection-specific field ("connection: close")
+  /badlen          content-length 100, 10 bytes of DATA, END_STREAM
+  /bigstatus       ":status" "2000"
+  /bighdr          a 20 KB field
+  /pings           1500 PINGs, then the answer (a flood)
+  /goaway          holds the first; at the second, a GOAWAY whose last
+                   stream id is the first, then answers the first; later
+                   ones answer "retried after the GOAWAY"
 It counts connections and requests; every request's headers are kept."""
 
 import socket
@@ -23,6 +31,7 @@ import h2.connection
 import h2.errors
 import h2.events
 import h2.exceptions
+import hyperframe.frame
 
 
 class H2Origin:
@@ -47,6 +56,7 @@ class H2Origin:
         self.errors = []            # why connections ended
         self.trace = None           # a list: every byte received
         self.refused = False        # /refuse: the first one was
+        self.goaways = 0            # /goaway requests seen
         t = threading.Thread(target=self._accept, daemon=True)
         t.start()
         self.threads.append(t)
@@ -98,7 +108,9 @@ class Conn:
         self.s = sock
         self.h2 = h2.connection.H2Connection(
             h2.config.H2Configuration(client_side=False,
-                                      validate_inbound_headers=False))
+                                      validate_inbound_headers=False,
+                                      validate_outbound_headers=False,
+                                      normalize_outbound_headers=False))
         self.bodies = {}
         self.heads = {}
         self.first = True
@@ -236,6 +248,52 @@ class Conn:
                 self.send_body(sid, b"second try " + body + b"\n")
         elif path == "/hold":
             pass
+        elif path == "/badhdr":
+            with self.wlock:
+                h2c.send_headers(sid, [(":status", "200"),
+                                       ("connection", "close")])
+            self.send_body(sid, b"bad\n")
+        elif path == "/badlen":
+            with self.wlock:
+                h2c.send_headers(sid, [(":status", "200"),
+                                       ("content-length", "100")])
+            self.send_body(sid, b"0123456789")
+        elif path == "/bigstatus":
+            with self.wlock:
+                h2c.send_headers(sid, [(":status", "2000")])
+            self.send_body(sid, b"bad\n")
+        elif path == "/bighdr":
+            with self.wlock:
+                h2c.send_headers(sid, [(":status", "200"),
+                                       ("x-big", "b" * 20000)])
+            self.send_body(sid, b"bad\n")
+        elif path == "/pings":
+            with self.wlock:
+                for i in range(1500):
+                    h2c.ping(b"%08d" % i)
+                self.flush()
+                h2c.send_headers(sid, [(":status", "200")])
+            self.send_body(sid, b"after pings\n")
+        elif path == "/goaway":
+            with self.o.lock:
+                self.o.goaways += 1
+                n = self.o.goaways
+            if n == 1:
+                self.held = sid
+            elif n == 2:
+                # a GOAWAY naming the first stream: this one is above it
+                f = hyperframe.frame.GoAwayFrame(0)
+                f.last_stream_id = self.held
+                f.error_code = 0
+                with self.wlock:
+                    self.flush()
+                    self.s.sendall(f.serialize())
+                    h2c.send_headers(self.held, [(":status", "200")])
+                self.send_body(self.held, b"first, before the GOAWAY\n")
+            else:
+                with self.wlock:
+                    h2c.send_headers(sid, [(":status", "200")])
+                self.send_body(sid, b"retried after the GOAWAY\n")
         else:
             with self.wlock:
                 h2c.send_headers(sid, [(":status", "404")])

@@ -42,6 +42,24 @@
 /* interim heads before the final one, as the HTTP/1.1 handler */
 #define WEIR_HTTP_V2_UP_MAX_INTERIM     32
 
+/*
+ * An origin is not trusted more than a client (docs/http/http2.md,
+ * Limits): frames that carry no progress, per one-second window, end the
+ * session past these; nghttp2 bounds the acknowledgements it queues and
+ * the entries of a SETTINGS.
+ */
+#define WEIR_HTTP_V2_UP_FLOOD_PING      0   /* PING and SETTINGS to ack */
+#define WEIR_HTTP_V2_UP_FLOOD_RESET     1   /* RST_STREAM */
+#define WEIR_HTTP_V2_UP_FLOOD_WINDOW    2   /* WINDOW_UPDATE */
+#define WEIR_HTTP_V2_UP_FLOOD_DATA      3   /* tiny DATA, not last */
+#define WEIR_HTTP_V2_UP_FLOOD_N         4
+#define WEIR_HTTP_V2_UP_FLOOD_FRAMES    1000
+#define WEIR_HTTP_V2_UP_TINY_DATA       64
+/* CONTINUATION frames of one head or trailer section */
+#define WEIR_HTTP_V2_UP_MAX_CONTINUATION  32
+#define WEIR_HTTP_V2_UP_MAX_ACKS        1000
+#define WEIR_HTTP_V2_UP_MAX_SETTINGS    32
+
 
 typedef struct weir_http_v2_up_s      weir_http_v2_up_t;
 typedef struct weir_http_v2_ups_s     weir_http_v2_ups_t;
@@ -57,6 +75,9 @@ struct weir_http_v2_up_s {
     weir_queue_t                   streams; /* of weir_http_v2_ups_t */
     weir_uint_t                    nstreams;
     size_t                         recv_size;
+    weir_msec_t                    flood_start;
+    weir_uint_t                    flood[WEIR_HTTP_V2_UP_FLOOD_N];
+    weir_uint_t                    continuations;
     unsigned                       in_handler:1;
     unsigned                       dead:1;      /* the connection failed
                                                    or closed */
@@ -109,6 +130,10 @@ struct weir_http_v2_ups_s {
     unsigned                       body_eof:1;      /* END_STREAM to send */
     unsigned                       deferred:1;
     unsigned                       has_trailers:1;
+    unsigned                       invalid:1;       /* nghttp2 refused the
+                                                       response */
+    unsigned                       reset_in:1;      /* the origin's
+                                                       RST_STREAM */
 };
 
 
@@ -171,6 +196,10 @@ static int weir_http_v2_up_on_data(nghttp2_session *session, uint8_t flags,
     int32_t stream_id, const uint8_t *data, size_t len, void *user_data);
 static int weir_http_v2_up_on_stream_close(nghttp2_session *session,
     int32_t stream_id, uint32_t error_code, void *user_data);
+static int weir_http_v2_up_on_invalid_frame(nghttp2_session *session,
+    const nghttp2_frame *frame, int lib_error_code, void *user_data);
+static int weir_http_v2_up_on_begin_frame(nghttp2_session *session,
+    const nghttp2_frame_hd *hd, void *user_data);
 
 
 static weir_http_upstream_session_ops_t  weir_http_v2_up_session_ops = {
@@ -499,6 +528,11 @@ weir_http_v2_up_process_header(weir_http_upstream_t *u)
         if (!st->failed && !st->closed && !st->end_in) {
             st->rev.ready = 0;
             return WEIR_AGAIN;
+        }
+
+        if (st->invalid) {
+            /* logged when nghttp2 refused it */
+            return WEIR_HTTP_UPSTREAM_INVALID_HEADER;
         }
 
         if (st->error_code == NGHTTP2_REFUSED_STREAM) {
@@ -945,6 +979,10 @@ weir_http_v2_up_init_callbacks(void)
         weir_http_v2_up_on_data);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb,
         weir_http_v2_up_on_stream_close);
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb,
+        weir_http_v2_up_on_invalid_frame);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cb,
+        weir_http_v2_up_on_begin_frame);
 
     weir_http_v2_up_callbacks = cb;
 
@@ -987,6 +1025,8 @@ weir_http_v2_up_create(weir_http_upstream_t *u, weir_connection_t *c)
     nghttp2_option_set_no_auto_window_update(opt, 1);
     /* until the origin's SETTINGS say otherwise */
     nghttp2_option_set_peer_max_concurrent_streams(opt, 100);
+    nghttp2_option_set_max_outbound_ack(opt, WEIR_HTTP_V2_UP_MAX_ACKS);
+    nghttp2_option_set_max_settings(opt, WEIR_HTTP_V2_UP_MAX_SETTINGS);
 
     rv = nghttp2_session_client_new3(&h2->session, weir_http_v2_up_callbacks,
                                      h2, opt, weir_http_v2_mem());
@@ -1311,8 +1351,10 @@ weir_http_v2_up_fail(weir_http_v2_up_t *h2, const char *reason)
 
     h2->dead = 1;
 
-    /* an idle session an origin closes is no news */
-    weir_log_error(h2->nstreams ? WEIR_LOG_ERR : WEIR_LOG_INFO,
+    /* an idle session an origin closes, or one that ends after a
+     * GOAWAY, is no news */
+    weir_log_error((h2->nstreams && !h2->goaway) ? WEIR_LOG_ERR
+                                                 : WEIR_LOG_INFO,
                    weir_cycle->log, 0, "upstream HTTP/2 session *%lu: %s",
                    (unsigned long) h2->connection->number, reason);
 
@@ -1628,6 +1670,7 @@ weir_http_v2_up_on_header(nghttp2_session *session,
         if (head->size > u->conf->buffer_size) {
             weir_log_error(WEIR_LOG_ERR, u->request->connection->log, 0,
                            "upstream sent too big header");
+            st->invalid = 1;
             st->failed = 1;
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         }
@@ -1637,6 +1680,10 @@ weir_http_v2_up_on_header(nghttp2_session *session,
                 || value[1] < '0' || value[1] > '9'
                 || value[2] < '0' || value[2] > '9')
             {
+                weir_log_error(WEIR_LOG_ERR, u->request->connection->log,
+                               0, "upstream sent invalid :status \"%.*s\"",
+                               (int) valuelen, value);
+                st->invalid = 1;
                 st->failed = 1;
                 return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
             }
@@ -1701,6 +1748,10 @@ weir_http_v2_up_on_header(nghttp2_session *session,
         n = weir_atoof(h->value.data, h->value.len);
 
         if (n < 0 || (hi->content_length && n != hi->content_length_n)) {
+            weir_log_error(WEIR_LOG_ERR, u->request->connection->log, 0,
+                           "upstream sent invalid \"content-length\": "
+                           "\"%.*s\"", (int) valuelen, value);
+            st->invalid = 1;
             st->failed = 1;
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         }
@@ -1747,7 +1798,8 @@ weir_http_v2_up_on_frame_recv(nghttp2_session *session,
         return 0;
     }
 
-    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA
+        && frame->hd.type != NGHTTP2_RST_STREAM)
     {
         return 0;
     }
@@ -1755,6 +1807,11 @@ weir_http_v2_up_on_frame_recv(nghttp2_session *session,
     st = weir_http_v2_up_stream(session, frame->hd.stream_id);
 
     if (st == NULL) {
+        return 0;
+    }
+
+    if (frame->hd.type == NGHTTP2_RST_STREAM) {
+        st->reset_in = 1;
         return 0;
     }
 
@@ -1841,9 +1898,8 @@ static int
 weir_http_v2_up_on_stream_close(nghttp2_session *session, int32_t stream_id,
     uint32_t error_code, void *user_data)
 {
+    weir_http_v2_up_t   *h2 = user_data;
     weir_http_v2_ups_t  *st;
-
-    (void) user_data;
 
     st = weir_http_v2_up_stream(session, stream_id);
 
@@ -1857,7 +1913,20 @@ weir_http_v2_up_on_stream_close(nghttp2_session *session, int32_t stream_id,
     if (error_code != NGHTTP2_NO_ERROR || !st->end_in) {
         st->failed = 1;
 
-        if (error_code != NGHTTP2_REFUSED_STREAM
+        if (error_code == NGHTTP2_PROTOCOL_ERROR && !st->reset_in
+            && !st->invalid && !h2->dead)
+        {
+            /* nghttp2 reset it: the response broke its checks (a
+             * content-length the DATA contradicts, a field HTTP/2
+             * forbids) */
+            weir_log_error(WEIR_LOG_ERR, st->conn.log, 0,
+                           "upstream sent an invalid HTTP/2 response, "
+                           "stream reset with %s",
+                           nghttp2_http2_strerror(error_code));
+            st->invalid = 1;
+        }
+
+        if (error_code != NGHTTP2_REFUSED_STREAM && !st->invalid
             && error_code != NGHTTP2_NO_ERROR && st->final_head)
         {
             weir_log_error(WEIR_LOG_ERR, st->conn.log, 0,
@@ -1874,3 +1943,127 @@ weir_http_v2_up_on_stream_close(nghttp2_session *session, int32_t stream_id,
     return 0;
 }
 
+
+
+/* a frame nghttp2 refused: for a stream, an invalid response (its
+ * pseudo-headers, a connection-specific field, a content-length that the
+ * DATA contradicts): 502 before the head went to the client, a cut body
+ * after */
+
+static int
+weir_http_v2_up_on_invalid_frame(nghttp2_session *session,
+    const nghttp2_frame *frame, int lib_error_code, void *user_data)
+{
+    weir_http_v2_up_t   *h2 = user_data;
+    weir_http_v2_ups_t  *st;
+
+    st = frame->hd.stream_id
+         ? weir_http_v2_up_stream(session, frame->hd.stream_id) : NULL;
+
+    if (st == NULL) {
+        weir_log_error(WEIR_LOG_ERR, weir_cycle->log, 0,
+                       "upstream HTTP/2 session *%lu: invalid frame "
+                       "(type %d): %s",
+                       (unsigned long) h2->connection->number,
+                       (int) frame->hd.type, nghttp2_strerror(lib_error_code));
+        return 0;
+    }
+
+    weir_log_error(WEIR_LOG_ERR, st->conn.log, 0,
+                   "upstream sent an invalid HTTP/2 response: %s",
+                   nghttp2_strerror(lib_error_code));
+
+    st->invalid = 1;
+    st->failed = 1;
+    weir_http_v2_up_wake(st, 0);
+
+    return 0;
+}
+
+
+/* every frame header: the abuse limits */
+
+static int
+weir_http_v2_up_on_begin_frame(nghttp2_session *session,
+    const nghttp2_frame_hd *hd, void *user_data)
+{
+    weir_http_v2_up_t  *h2 = user_data;
+
+    weir_uint_t          kind;
+    static const char   *names[WEIR_HTTP_V2_UP_FLOOD_N] = {
+        "PING or SETTINGS frames", "RST_STREAM frames",
+        "WINDOW_UPDATE frames", "tiny DATA frames"
+    };
+
+    if (hd->type == NGHTTP2_CONTINUATION) {
+        if (++h2->continuations <= WEIR_HTTP_V2_UP_MAX_CONTINUATION) {
+            return 0;
+        }
+
+        weir_log_error(WEIR_LOG_ERR, weir_cycle->log, 0,
+                       "upstream HTTP/2 session *%lu: more than %d "
+                       "CONTINUATION frames in a header block",
+                       (unsigned long) h2->connection->number,
+                       WEIR_HTTP_V2_UP_MAX_CONTINUATION);
+        goto calm;
+    }
+
+    if (hd->type == NGHTTP2_HEADERS) {
+        h2->continuations = 0;
+    }
+
+    switch (hd->type) {
+
+    case NGHTTP2_PING:
+    case NGHTTP2_SETTINGS:
+        if (hd->flags & NGHTTP2_FLAG_ACK) {
+            return 0;
+        }
+
+        kind = WEIR_HTTP_V2_UP_FLOOD_PING;
+        break;
+
+    case NGHTTP2_RST_STREAM:
+        kind = WEIR_HTTP_V2_UP_FLOOD_RESET;
+        break;
+
+    case NGHTTP2_WINDOW_UPDATE:
+        kind = WEIR_HTTP_V2_UP_FLOOD_WINDOW;
+        break;
+
+    case NGHTTP2_DATA:
+        if (hd->length >= WEIR_HTTP_V2_UP_TINY_DATA
+            || (hd->flags & NGHTTP2_FLAG_END_STREAM))
+        {
+            return 0;
+        }
+
+        kind = WEIR_HTTP_V2_UP_FLOOD_DATA;
+        break;
+
+    default:
+        return 0;
+    }
+
+    if (weir_current_msec - h2->flood_start >= 1000) {
+        h2->flood_start = weir_current_msec;
+        weir_memzero(h2->flood, sizeof(h2->flood));
+    }
+
+    if (++h2->flood[kind] <= WEIR_HTTP_V2_UP_FLOOD_FRAMES) {
+        return 0;
+    }
+
+    weir_log_error(WEIR_LOG_ERR, weir_cycle->log, 0,
+                   "upstream HTTP/2 flood on session *%lu: more than %d %s "
+                   "in a second, GOAWAY ENHANCE_YOUR_CALM",
+                   (unsigned long) h2->connection->number,
+                   WEIR_HTTP_V2_UP_FLOOD_FRAMES, names[kind]);
+
+calm:
+
+    (void) nghttp2_session_terminate_session(session,
+                                             NGHTTP2_ENHANCE_YOUR_CALM);
+
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+}

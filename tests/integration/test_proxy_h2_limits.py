@@ -1,0 +1,77 @@
+"""HTTP/2 origins are not trusted (`proxy_http_version 2`,
+docs/http/proxy.md): a malformed response is a 502 with a log line
+naming what was wrong (nghttp2's checks: connection-specific fields, a
+content-length the DATA contradicts; weir's: :status, the head's size,
+proxy_buffer_size); a flood of frames that carry no progress ends the
+session with GOAWAY ENHANCE_YOUR_CALM; a GOAWAY from the origin retries
+the streams above its last stream id on another connection, and lets
+the ones below it finish."""
+
+import concurrent.futures
+import time
+
+from h2origin import H2Origin
+from test_proxy_h2 import curl, h2o, start, status_of       # noqa: F401
+
+
+def test_connection_specific_field_502(weir, h2o):
+    o = h2o()
+    port = start(weir, "http://%s" % o.addr)
+    p = curl(port, "/badhdr")
+    assert status_of(p) == [502]
+    weir.wait_log(r"upstream sent an invalid HTTP/2 response")
+
+
+def test_bad_status_502(weir, h2o):
+    o = h2o()
+    port = start(weir, "http://%s" % o.addr)
+    p = curl(port, "/bigstatus")
+    assert status_of(p) == [502]
+
+
+def test_too_big_header_502(weir, h2o):
+    o = h2o()
+    port = start(weir, "http://%s" % o.addr)
+    p = curl(port, "/bighdr")
+    assert status_of(p) == [502]
+    weir.wait_log(r"upstream sent too big header")
+
+
+def test_content_length_contradicted(weir, h2o):
+    o = h2o()
+    port = start(weir, "http://%s" % o.addr)
+    p = curl(port, "/badlen", check=False)
+    # the head went out with the length: the body is cut short
+    assert p.returncode == 18, (p.returncode, p.stderr)
+    weir.wait_log(r"upstream sent an invalid HTTP/2 response")
+
+
+def test_ping_flood_ends_the_session(weir, h2o):
+    o = h2o()
+    port = start(weir, "http://%s" % o.addr)
+    p = curl(port, "/pings", check=False)
+    assert status_of(p) == [502]
+    weir.wait_log(r"upstream HTTP/2 flood on session \*\d+: more than 1000 "
+                  r"PING or SETTINGS frames in a second")
+    # the next request gets a new session
+    p = curl(port, "/tiny")
+    assert p.stdout == b"tiny over h2\n"
+    assert o.connections == 2
+
+
+def test_goaway_retries_streams_above_last_id(weir, h2o):
+    o = h2o()
+    port = start(weir, "http://%s" % o.addr)
+    assert curl(port, "/tiny").stdout == b"tiny over h2\n"
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        first = ex.submit(curl, port, "/goaway?1")
+        deadline = time.time() + 10
+        while o.goaways < 1 and time.time() < deadline:
+            time.sleep(0.01)
+        # a POST: retried even so, the origin never saw it processed
+        second = ex.submit(curl, port, "/goaway?2", "h1",
+                           ["--data-binary", "x"])
+        assert first.result().stdout == b"first, before the GOAWAY\n"
+        assert second.result().stdout == b"retried after the GOAWAY\n"
+    weir.wait_log(r"upstream did not process the request, retrying")
+    assert o.connections == 2
