@@ -1,5 +1,9 @@
 """A small HTTP/2 origin for the proxy tests (python h2, a thread per
-connection), cleartext prior knowledge or TLS with ALPN h2.
+connection), cleartext prior knowledge or TLS with ALPN h2; with h1=True
+it also speaks HTTP/1.1 (cleartext: when the first bytes are not the
+HTTP/2 preface; TLS: when ALPN chose http/1.1), with the same paths
+(/tiny /echo /trailers /interim /reset /slow/N /hold), so that one origin
+serves every cell of the bridge matrix.
 
 Paths:
   /tiny            200, a short body
@@ -23,6 +27,7 @@ It counts connections and requests; every request's headers are kept."""
 
 import socket
 import ssl
+import struct
 import threading
 import time
 
@@ -35,7 +40,10 @@ import hyperframe.frame
 
 
 class H2Origin:
-    def __init__(self, cert=None, key=None, alpn=("h2",)):
+    def __init__(self, cert=None, key=None, alpn=("h2",), h1=False):
+        self.h1 = h1
+        if h1 and alpn == ("h2",):
+            alpn = ("h2", "http/1.1")
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -78,6 +86,23 @@ class H2Origin:
             if self.ctx:
                 s = self.ctx.wrap_socket(s, server_side=True)
             self.conns.append(s)
+            if self.h1 and self.ctx and s.selected_alpn_protocol() != "h2":
+                H1Conn(self, s, b"").run()
+                return
+            if self.h1 and not self.ctx:
+                first = b""
+                while len(first) < 24:
+                    d = s.recv(24 - len(first))
+                    if not d:
+                        return
+                    first += d
+                    if not PREFACE.startswith(first):
+                        break
+                if first != PREFACE[:len(first)] or len(first) < 24:
+                    H1Conn(self, s, first).run()
+                    return
+                Conn(self, s, first).run()
+                return
             Conn(self, s).run()
         except (OSError, ssl.SSLError, h2.exceptions.ProtocolError) as e:
             self.errors.append(repr(e))
@@ -102,10 +127,111 @@ class H2Origin:
             t.join(5)
 
 
-class Conn:
-    def __init__(self, origin, sock):
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+class H1Conn:
+    """HTTP/1.1 on one connection, keep-alive, the same paths."""
+
+    def __init__(self, origin, sock, data):
         self.o = origin
         self.s = sock
+        self.buf = data
+
+    def read_until(self, sep):
+        while sep not in self.buf:
+            d = self.s.recv(65536)
+            if not d:
+                raise OSError("closed")
+            self.buf += d
+        i = self.buf.index(sep) + len(sep)
+        out, self.buf = self.buf[:i], self.buf[i:]
+        return out
+
+    def read_n(self, n):
+        while len(self.buf) < n:
+            d = self.s.recv(65536)
+            if not d:
+                raise OSError("closed")
+            self.buf += d
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def run(self):
+        while True:
+            head = self.read_until(b"\r\n\r\n").decode("latin1")
+            lines = head.split("\r\n")
+            method, target, _ = lines[0].split(" ", 2)
+            hdrs = [(":method", method), (":path", target)]
+            for line in lines[1:]:
+                if line:
+                    k, v = line.split(":", 1)
+                    hdrs.append((k.strip().lower(), v.strip()))
+            h = dict(hdrs)
+            with self.o.lock:
+                self.o.requests.append(hdrs)
+            body = b""
+            if "content-length" in h:
+                body = self.read_n(int(h["content-length"]))
+            elif h.get("transfer-encoding", "").lower() == "chunked":
+                while True:
+                    size = int(self.read_until(b"\r\n").split(b";")[0], 16)
+                    if size == 0:
+                        self.read_until(b"\r\n")      # no trailers sent
+                        break
+                    body += self.read_n(size)
+                    self.read_n(2)
+            if not self.answer(target.split("?")[0], body):
+                return
+
+    def answer(self, path, body):
+        send = self.s.sendall
+        if path == "/tiny":
+            send(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n"
+                 b"tiny over h1\n")
+        elif path == "/echo":
+            send(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n"
+                 % len(body) + body)
+        elif path == "/trailers":
+            b = b"body before trailers\n"
+            send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                 b"Trailer: x-checksum, grpc-status\r\n\r\n"
+                 b"%x\r\n%s\r\n0\r\nx-checksum: abc123\r\n"
+                 b"grpc-status: 0\r\n\r\n" % (len(b), b))
+        elif path == "/interim":
+            send(b"HTTP/1.1 103 Early Hints\r\n"
+                 b"Link: </s.css>; rel=preload\r\n\r\n"
+                 b"HTTP/1.1 200 OK\r\nContent-Length: 16\r\n\r\n"
+                 b"after the hints\n")
+        elif path == "/reset":
+            send(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"
+                 + b"x" * 5000)
+            time.sleep(0.05)
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                              struct.pack("ii", 1, 0))
+            return False
+        elif path.startswith("/slow/"):
+            send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                 b"\r\n")
+            for _ in range(int(path.split("/")[2])):
+                time.sleep(0.05)
+                send(b"3e8\r\n" + b"s" * 1000 + b"\r\n")
+            send(b"0\r\n\r\n")
+        elif path == "/hold":
+            while self.s.recv(65536):
+                pass
+            return False
+        else:
+            send(b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\n"
+                 b"not here\n")
+        return True
+
+
+class Conn:
+    def __init__(self, origin, sock, data=b""):
+        self.o = origin
+        self.s = sock
+        self.first_data = data
         self.h2 = h2.connection.H2Connection(
             h2.config.H2Configuration(client_side=False,
                                       validate_inbound_headers=False,
@@ -124,8 +250,10 @@ class Conn:
     def run(self):
         self.h2.initiate_connection()
         self.flush()
+        data = self.first_data
         while True:
-            data = self.s.recv(65536)
+            if not data:
+                data = self.s.recv(65536)
             if not data:
                 return
             with self.wlock:
@@ -136,6 +264,7 @@ class Conn:
                 self.event(ev)
             with self.wlock:
                 self.flush()
+            data = b""
 
     def event(self, ev):
         if isinstance(ev, h2.events.RequestReceived):
