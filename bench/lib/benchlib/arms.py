@@ -17,7 +17,7 @@ class Arm:
     name: str
     client: str = 'h1'          # client protocol: h1, h2 (h3 later)
     client_tls: bool = False    # TLS between the client and the proxy
-    origin: str = 'h1'          # origin protocol: h1
+    origin: str = 'h1'          # origin protocol: h1, h2
     origin_tls: bool = False    # TLS between the proxy and the origin
     mode: str = 'reverse'       # reverse (mitm later)
     path: str = '/tiny'         # what the client asks for
@@ -102,6 +102,17 @@ def _h2(name, tls=True, **kw):
 
 H2TLS_TINY = _h2('h2tls-tiny')
 H2C_TINY = _h2('h2c-tiny', tls=False)
+
+# HTTP/2 to the origin (issue 15): weir-probe origin speaks h2c on its
+# plain listener and ALPN h2 on its TLS one; "origin conns" in the
+# report is how many connections the proxy opened to it
+H1_TO_H2C = Arm('h1-to-h2c', origin='h2')
+H2C_TO_H2C = _h2('h2c-to-h2c', tls=False, origin='h2')
+H2TLS_TO_H2TLS = _h2('h2tls-to-h2tls', origin='h2', origin_tls=True)
+H1_TO_H2TLS_64K = Arm('h1-to-h2tls-64k', origin='h2', origin_tls=True,
+                      path='/size/65536')
+H2TLS_TO_H2TLS_256K = _h2('h2tls-to-h2tls-256k', origin='h2',
+                          origin_tls=True, path='/size/262144', streams=1)
 
 
 def _ge_nginx(arm, what):
@@ -229,6 +240,38 @@ SUITES = (
                       0.90),
                  Goal('idle H2: weir RSS per idle connection <= nginx',
                       'h2c-tiny', 'idle_rss', '<=', 1.0))),
+    Suite('upstream-h2', 'ramp', (H1_TO_H2C, H2C_TO_H2C),
+          'HTTP/2 to an h2c origin (prior knowledge): H1 clients and h2c '
+          'clients (8 streams per connection), tiny GET; how many origin '
+          'connections each proxy opens is part of the result',
+          products=('weir', 'haproxy', 'caddy', 'direct'),
+          concurrency=(16, 64),
+          goals=(
+              Goal('H1 -> h2c: weir >= 1.1 x HAProxy', 'h1-to-h2c',
+                   'throughput', '>=', 1.1, peer='haproxy'),
+              Goal('H1 -> h2c: weir >= 3 x Caddy', 'h1-to-h2c',
+                   'throughput', '>=', 3.0, peer='caddy'),
+              Goal('H1 -> h2c: CPU/request <= 0.9 x HAProxy', 'h1-to-h2c',
+                   'cpu', '<=', 0.9, peer='haproxy'),
+          )),
+    Suite('upstream-h2tls', 'ramp',
+          (H2TLS_TO_H2TLS, H1_TO_H2TLS_64K, H2TLS_TO_H2TLS_256K),
+          'HTTP/2 over TLS (ALPN h2) to a TLS origin: H2 TLS clients (16 x '
+          '8 streams) tiny GET, H1 clients 64 KiB, H2 TLS 256 KiB streamed',
+          products=('weir', 'haproxy', 'caddy', 'direct'),
+          concurrency=(16,), options={'origin_tls': True},
+          goals=(
+              Goal('H2 TLS -> H2 TLS: weir >= 1.1 x HAProxy',
+                   'h2tls-to-h2tls', 'throughput', '>=', 1.1,
+                   peer='haproxy'),
+              Goal('H2 TLS -> H2 TLS: weir >= 3 x Caddy', 'h2tls-to-h2tls',
+                   'throughput', '>=', 3.0, peer='caddy'),
+              Goal('H2 TLS -> H2 TLS: CPU/request <= 0.9 x HAProxy',
+                   'h2tls-to-h2tls', 'cpu', '<=', 0.9, peer='haproxy'),
+              Goal('256 KiB H2 TLS -> H2 TLS: weir >= 1.0 x HAProxy',
+                   'h2tls-to-h2tls-256k', 'throughput', '>=', 1.0,
+                   peer='haproxy'),
+          )),
     Suite('instr', 'instr', (TINY, TLS_TINY, H2TLS_TINY),
           'instructions per request under valgrind --tool=callgrind, '
           '(Ir(N2) - Ir(N1)) / (N2 - N1) at 4 connections (H2: x 8 '

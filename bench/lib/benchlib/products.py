@@ -46,11 +46,16 @@ class Product:
                 self.name, self.binary)
         return None
 
+    # speaks HTTP/2 to origins (the issue 15 arms)
+    origin_h2 = False
+
     def supports(self, arm):
         """None when the product can run the arm, else why not."""
-        if arm.client not in ('h1', 'h2') or arm.origin != 'h1' or \
-                arm.origin_tls:
+        if arm.client not in ('h1', 'h2') or arm.origin not in ('h1', 'h2') \
+                or (arm.origin_tls and arm.origin != 'h2'):
             return 'not yet: %s' % arm.topology
+        if arm.origin == 'h2' and not self.origin_h2:
+            return 'n/a: %s speaks no HTTP/2 to origins' % self.name
         if arm.mode != 'reverse':
             return 'not yet: mode %s' % arm.mode
         return None
@@ -84,6 +89,7 @@ class Product:
 
 class Weir(Product):
     name = 'weir'
+    origin_h2 = True
     template = 'weir.conf'
     conf_name = 'weir.conf'
     reload_signal = signal.SIGHUP
@@ -152,6 +158,7 @@ class Nginx(Product):
 
 class HAProxy(Product):
     name = 'haproxy'
+    origin_h2 = True
     binary = 'haproxy'
     template = 'haproxy.cfg'
     conf_name = 'haproxy.cfg'
@@ -191,10 +198,12 @@ class HAProxyL4(HAProxy):
     on TLS arms, bytes relayed."""
     name = 'l4'
     l4 = True
+    origin_h2 = False
 
 
 class Caddy(Product):
     name = 'caddy'
+    origin_h2 = True
     binary = 'caddy'
     template = 'Caddyfile'
     conf_name = 'Caddyfile'
@@ -222,10 +231,14 @@ class Direct(Product):
     def available(self):
         return None
 
+    origin_h2 = True
+
     def supports(self, arm):
         # the probe origin speaks h2c too: direct runs the h2c arms
         if arm.client_tls != arm.origin_tls:
             return 'n/a: the origin speaks plain HTTP, the arm TLS'
+        if arm.origin == 'h2' and arm.client != 'h2':
+            return "n/a: the client does not speak the origin's HTTP/2"
         return Product.supports(self, arm)
 
 

@@ -168,7 +168,8 @@ class Runner:
                'workers': 1 if single else (workers or self.s.workers),
                'conns': self.conns, 'nofile': self.nofile, 'rundir': rundir,
                'single': single, 'reload': reload,
-               'h2': arm.client == 'h2'}
+               'h2': arm.client == 'h2', 'origin_h2': arm.origin == 'h2',
+               'origin_tls': arm.origin_tls}
         conf = os.path.join(rundir, product.conf_name)
         with open(conf, 'w') as f:
             f.write(product.render(ctx))
@@ -225,13 +226,13 @@ class Runner:
                            name + '-warmup', warmup + 30)
         pid = running.proc.pid if running.proc else None
         cpu0 = procs.cpu_seconds(pid) if pid else None
-        conns0 = origin_stats(origin_port).get('connections')
+        conns0 = origin_stats(origin_port, arm.origin_tls).get('connections')
         row = self.run_probe(self.client_argv(arm, running, conns,
                                               s.duration),
                              name, s.duration + 30)
         cpu1 = procs.cpu_seconds(pid) if pid else None
         rss, hwm = procs.memory_kib(pid) if pid else (None, None)
-        conns1 = origin_stats(origin_port).get('connections')
+        conns1 = origin_stats(origin_port, arm.origin_tls).get('connections')
         out = {c: '' for c in COLUMNS}
         out.update(suite=suite.name, arm=arm.name, topology=arm.topology,
                    product=running.product.name, tool='weir-probe',
@@ -309,7 +310,8 @@ class Runner:
     def run_ramp(self, suite):
         """All products up at once; for each repeat and each step, each
         product takes its turn in the order rotated by the repeat."""
-        origin, origin_port = self.start_origin(suite)
+        origin, origin_port = self.start_origin(
+            suite, tls=suite.options.get('origin_tls', False))
         try:
             for arm in suite.arms:
                 if not self.arm_runnable(suite, arm):
