@@ -25,6 +25,7 @@ static void weir_http_upstream_cleanup(void *data);
 static weir_int_t weir_http_upstream_choose(weir_http_upstream_t *u);
 static void weir_http_upstream_connect(weir_http_upstream_t *u);
 static void weir_http_upstream_connected(weir_http_upstream_t *u);
+static weir_int_t weir_http_upstream_choose_proto(weir_http_upstream_t *u);
 static void weir_http_upstream_ssl_handshake(weir_http_upstream_t *u);
 
 /* set while the ssl module's upstream_handshake runs: a done called from
@@ -557,6 +558,13 @@ weir_http_upstream_connected(weir_http_upstream_t *u)
         weir_event_del_timer(c->write);
     }
 
+    if (u->alt_proto && !weir_http_upstream_is_stream(c)
+        && weir_http_upstream_choose_proto(u) != WEIR_OK)
+    {
+        weir_http_upstream_finalize(u, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
     if (u->proto->session && !weir_http_upstream_is_stream(c)) {
         /* a fresh connection for a multiplexed protocol: it becomes a
          * session of the pool, this attempt one of its streams */
@@ -623,6 +631,40 @@ weir_http_upstream_connected(weir_http_upstream_t *u)
     u->request_sent = 0;
 
     weir_http_upstream_send(u);
+}
+
+
+/*
+ * proxy_http_version auto: the attempt speaks what the origin chose. A
+ * connection from the keep-alive pool is an HTTP/1.1 one (sessions are
+ * never there); a fresh one says with ALPN. The request is built again
+ * by the protocol taken (u->req is neutral); a buffered body has a known
+ * length, which both protocols pass as it is, and a streamed one is
+ * framed again by connected().
+ */
+
+static weir_int_t
+weir_http_upstream_choose_proto(weir_http_upstream_t *u)
+{
+    weir_uint_t                  h2;
+    weir_http_upstream_proto_t  *p;
+
+    h2 = (!u->peer.cached && u->origin_h2);
+
+    if (h2 == (u->proto->session != NULL)) {
+        return WEIR_OK;
+    }
+
+    p = u->proto;
+    u->proto = u->alt_proto;
+    u->alt_proto = p;
+    u->proto_ctx = NULL;
+
+    weir_log_debug(u->request->connection->log, 0,
+                   "upstream: the origin speaks %.*s",
+                   WEIR_STR_ARG(u->proto->name));
+
+    return u->proto->create_request(u);
 }
 
 

@@ -686,6 +686,10 @@ struct weir_http_upstream_s {
     weir_http_upstream_resolved_t   *resolved;  /* or this */
     weir_http_upstream_proto_t      *proto;
     void                            *proto_ctx; /* the handler's state */
+    /* u->alpn AUTO: the protocol of an attempt whose origin chose the
+     * other one (proto and alt_proto swap; the core rebuilds the
+     * request with the new one) */
+    weir_http_upstream_proto_t      *alt_proto;
 
     weir_peer_connection_t           peer;
 

@@ -158,9 +158,14 @@ weir_http_upstream_session_get(weir_peer_connection_t *pc, void *data)
 
     rc = sp->original_get_peer(pc, sp->data);
 
-    if (rc != WEIR_OK) {
-        /* WEIR_DONE would be an idle HTTP/1 connection: the pool keys
-         * differ by protocol, so none is handed out for a session */
+    if (rc != WEIR_OK || sp->upstream->proto->session == NULL) {
+        /*
+         * WEIR_DONE: an idle HTTP/1.1 connection of the keep-alive pool.
+         * The keys of h2c and of "h2"-only TLS keep HTTP/1.1 connections
+         * apart; with proxy_http_version auto it is one whose origin
+         * chose http/1.1, and the attempt speaks that (so does a request
+         * that went to HTTP/1.1 for an earlier attempt: no stream then)
+         */
         return rc;
     }
 
@@ -333,7 +338,8 @@ weir_http_upstream_session_free(weir_peer_connection_t *pc, void *data,
             pc->keepalive && !(state & WEIR_PEER_FAILED));
     }
 
-    pc->keepalive = 0;
+    /* an HTTP/1.1 connection of proxy_http_version auto goes to the
+     * keep-alive pool as usual; a stream's is gone (pc->connection) */
     sp->original_free_peer(pc, sp->data, state);
 }
 

@@ -115,6 +115,12 @@ class H2Origin:
     def close(self):
         self.stopping = True
         try:
+            # shutdown wakes the accept() of the other thread; close
+            # alone does not
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
             self.sock.close()
         except OSError:
             pass

@@ -36,7 +36,8 @@ def h2o():
         o.close()
 
 
-def start(weir, pass_to, location="", http="", server="", preamble=""):
+def start(weir, pass_to, location="", http="", server="", preamble="",
+          version="2"):
     port = weir.port()
     weir.conf(preamble +
               "worker_processes 1;\n"
@@ -48,12 +49,12 @@ def start(weir, pass_to, location="", http="", server="", preamble=""):
               "        listen 127.0.0.1:%d http2;\n"
               "%s"
               "        location / {\n"
-              "            proxy_http_version 2;\n"
+              "            proxy_http_version %s;\n"
               "            proxy_pass %s;\n"
               "%s"
               "        }\n"
               "    }\n"
-              "}\n" % (http, port, server, pass_to, location))
+              "}\n" % (http, port, server, version, pass_to, location))
     weir.start(check_ports=False)
 
     def up():
@@ -354,3 +355,35 @@ def test_slow_client_stalls_no_other_stream(weir):
     finally:
         po.terminate()
         po.wait(DEADLINE)
+
+
+@pytest.mark.parametrize("offers", [("h2", "http/1.1"), ("http/1.1",)])
+def test_version_auto_follows_alpn(weir, pki, offers):
+    """proxy_http_version auto: ALPN h2,http/1.1; the origin's choice is
+    spoken, and the connection (session or HTTP/1.1 keep-alive) reused."""
+    leaf = pki.leaf("localhost", ips=["127.0.0.1"])
+    o = H2Origin(cert=leaf.chain, key=leaf.key, h1=True, alpn=offers)
+    try:
+        port = start(weir, "https://%s" % o.addr,
+                     preamble=tlspki.ssl_preamble(), version="auto",
+                     location="proxy_ssl_verify off;\n")
+        want = b"tiny over h2\n" if offers[0] == "h2" else b"tiny over h1\n"
+        for _ in range(3):
+            assert curl(port, "/tiny").stdout == want
+        # POST too, on the same connection
+        p = curl(port, "/echo", args=["--data-binary", "posted"])
+        assert p.stdout == b"posted"
+        assert o.connections == 1
+        if offers[0] == "h2":
+            assert all(":scheme" in dict(q) for q in o.requests)
+    finally:
+        o.close()
+
+
+def test_version_auto_cleartext_is_http11(weir):
+    o = H2Origin(h1=True)
+    try:
+        port = start(weir, "http://%s" % o.addr, version="auto")
+        assert curl(port, "/tiny").stdout == b"tiny over h1\n"
+    finally:
+        o.close()

@@ -16,6 +16,11 @@
 
 /* what proxy_pass names: the $proxy_host, $proxy_port values and the
  * URI part ("" when proxy_pass has none) */
+/* proxy_http_version auto: HTTP/2 or HTTP/1.1, as a TLS origin's ALPN
+ * chooses (HTTP/1.1 to a cleartext origin) */
+#define WEIR_HTTP_PROXY_VERSION_AUTO  (WEIR_HTTP_VERSION_20 + 1)
+
+
 typedef struct {
     weir_str_t                   host_header;   /* "host" or "host:port" */
     weir_str_t                   port;          /* "80" */

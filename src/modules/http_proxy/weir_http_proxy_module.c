@@ -52,6 +52,7 @@ static weir_conf_enum_t  weir_http_proxy_http_versions[] = {
     { weir_string("1.0"), WEIR_HTTP_VERSION_10 },
     { weir_string("1.1"), WEIR_HTTP_VERSION_11 },
     { weir_string("2"), WEIR_HTTP_VERSION_20 },
+    { weir_string("auto"), WEIR_HTTP_PROXY_VERSION_AUTO },
     { weir_null_string, 0 }
 };
 
@@ -614,6 +615,16 @@ weir_http_proxy_handler(weir_http_request_t *r)
         cmcf = weir_http_get_module_main_conf(r, weir_http_core_module);
         u->proto = cmcf->v2->upstream;
         u->alpn = WEIR_HTTP_UPSTREAM_ALPN_H2;
+
+    } else if (plcf->http_version == WEIR_HTTP_PROXY_VERSION_AUTO
+               && ctx->vars.ssl)
+    {
+        /* ALPN "h2,http/1.1": the core takes the other protocol for an
+         * attempt whose origin chose http/1.1 */
+        cmcf = weir_http_get_module_main_conf(r, weir_http_core_module);
+        u->proto = cmcf->v2->upstream;
+        u->alt_proto = &weir_http_upstream_v1_proto;
+        u->alpn = WEIR_HTTP_UPSTREAM_ALPN_AUTO;
     }
 
     if (ctx->vars.ssl) {
@@ -1032,14 +1043,18 @@ weir_http_proxy_merge_loc_conf(weir_conf_t *cf, void *parent, void *child)
                                WEIR_HTTP_VERSION_11);
     weir_conf_merge_ptr_value(conf->method, prev->method, NULL);
 
-    if (conf->http_version == WEIR_HTTP_VERSION_20) {
+    if (conf->http_version == WEIR_HTTP_VERSION_20
+        || conf->http_version == WEIR_HTTP_PROXY_VERSION_AUTO)
+    {
         cmcf = weir_http_conf_get_module_main_conf(cf, weir_http_core_module);
 
         if (cmcf->v2 == NULL || cmcf->v2->upstream == NULL) {
             weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
-                                "\"proxy_http_version 2\" requires the "
+                                "\"proxy_http_version %s\" requires the "
                                 "HTTP/2 module (weir was built without "
-                                "nghttp2 or --without-http_v2_module)");
+                                "nghttp2 or --without-http_v2_module)",
+                                conf->http_version == WEIR_HTTP_VERSION_20
+                                ? "2" : "auto");
             return WEIR_CONF_ERROR;
         }
     }

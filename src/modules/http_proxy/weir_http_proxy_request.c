@@ -235,7 +235,9 @@ weir_http_proxy_create_request(weir_http_request_t *r)
     }
 
     weir_str_set(&req->scheme, "http");
-    req->http_version = plcf->http_version;
+    /* auto: the HTTP/1.1 handler, if the origin picks it, writes 1.1 */
+    req->http_version = (plcf->http_version == WEIR_HTTP_PROXY_VERSION_AUTO)
+                        ? WEIR_HTTP_VERSION_11 : plcf->http_version;
 
     /* the authority (Host) */
 
