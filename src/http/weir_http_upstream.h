@@ -85,6 +85,10 @@ typedef struct {
     weir_msec_t                     read_timeout;       /* 60s */
     weir_msec_t                     next_upstream_timeout;  /* 0: none */
     weir_uint_t                     next_upstream_tries;    /* 0: none */
+    weir_uint_t                     http2_max_streams;      /* 128: streams
+                                                               of a session
+                                                               to an origin
+                                                               at most */
     weir_uint_t                     next_upstream;      /* FT_ bits; default
                                                            error|timeout */
 
@@ -350,9 +354,10 @@ struct weir_http_upstream_session_ops_s {
     void                (*close_stream)(weir_http_upstream_session_t *s,
                                         weir_connection_t *fc,
                                         weir_uint_t complete);
-    /* may s open another stream now (the origin's
-     * SETTINGS_MAX_CONCURRENT_STREAMS and the local cap)? */
-    weir_uint_t         (*has_room)(weir_http_upstream_session_t *s);
+    /* may s open another stream for u now (the origin's
+     * SETTINGS_MAX_CONCURRENT_STREAMS, u->conf->http2_max_streams)? */
+    weir_uint_t         (*has_room)(weir_http_upstream_session_t *s,
+                                    weir_http_upstream_t *u);
     /* ends s (a GOAWAY, then the connection closes when it can) */
     void                (*close)(weir_http_upstream_session_t *s);
 };

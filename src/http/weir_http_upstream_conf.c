@@ -979,6 +979,8 @@ weir_http_upstream_merge_conf(weir_conf_t *cf,
                                prev->next_upstream_timeout, 0);
     weir_conf_merge_uint_value(conf->next_upstream_tries,
                                prev->next_upstream_tries, 0);
+    weir_conf_merge_uint_value(conf->http2_max_streams,
+                               prev->http2_max_streams, 128);
 
     weir_conf_merge_bitmask_value(conf->next_upstream, prev->next_upstream,
                                   (WEIR_CONF_BITMASK_SET

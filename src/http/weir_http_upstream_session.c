@@ -186,7 +186,7 @@ weir_http_upstream_session_get(weir_peer_connection_t *pc, void *data)
         }
 
         if (!weir_http_upstream_session_usable(sp->pool, s)
-            || !s->ops->has_room(s))
+            || !s->ops->has_room(s, sp->upstream))
         {
             continue;
         }

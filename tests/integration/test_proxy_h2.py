@@ -387,3 +387,32 @@ def test_version_auto_cleartext_is_http11(weir):
         assert curl(port, "/tiny").stdout == b"tiny over h1\n"
     finally:
         o.close()
+
+
+def test_local_stream_cap_opens_more_sessions(weir, h2o):
+    """proxy_http2_max_concurrent_streams 2: five requests in flight
+    take three sessions; the origin's own limit is higher."""
+    o = h2o()
+    port = start(weir, "http://%s" % o.addr,
+                 location="proxy_http2_max_concurrent_streams 2;\n")
+    assert curl(port, "/tiny").stdout == b"tiny over h2\n"
+    with concurrent.futures.ThreadPoolExecutor(5) as ex:
+        out = list(ex.map(lambda i: curl(port, "/slow/6?%d" % i).stdout,
+                          range(5)))
+    assert out == [b"s" * 6000] * 5
+    assert o.connections == 3
+
+
+def test_stream_cap_directive_bounds(weir):
+    weir.allow.append(r"\[emerg\]")
+    weir.conf("http {\n"
+              "    server {\n"
+              "        listen 127.0.0.1:%d;\n"
+              "        proxy_http2_max_concurrent_streams 0;\n"
+              "    }\n"
+              "}\n" % weir.port())
+    p = weir.run(["-t"])
+    assert p.returncode != 0
+    assert ('"proxy_http2_max_concurrent_streams" directive must be '
+            'between 1 and 65536 in %s:7' % weir.path("conf", "weir.conf")
+            in p.stderr), p.stderr

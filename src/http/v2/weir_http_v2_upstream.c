@@ -34,8 +34,6 @@
 /* the stream window weir gives an origin, and the connection window */
 #define WEIR_HTTP_V2_UP_STREAM_WINDOW   (256 * 1024)
 #define WEIR_HTTP_V2_UP_CONN_WINDOW     (32 * 1024 * 1024)
-/* streams per session weir opens at most, whatever the origin allows */
-#define WEIR_HTTP_V2_UP_MAX_STREAMS     128
 /* the request body bytes a stream queues for its data provider */
 #define WEIR_HTTP_V2_UP_SEND_QUEUE      (64 * 1024)
 #define WEIR_HTTP_V2_UP_BLOCK           (16 * 1024)
@@ -164,7 +162,8 @@ static weir_connection_t *weir_http_v2_up_open_stream(
     weir_http_upstream_session_t *s, weir_http_upstream_t *u);
 static void weir_http_v2_up_close_stream(weir_http_upstream_session_t *s,
     weir_connection_t *fc, weir_uint_t complete);
-static weir_uint_t weir_http_v2_up_has_room(weir_http_upstream_session_t *s);
+static weir_uint_t weir_http_v2_up_has_room(weir_http_upstream_session_t *s,
+    weir_http_upstream_t *u);
 static void weir_http_v2_up_close(weir_http_upstream_session_t *s);
 
 static void weir_http_v2_up_read_handler(weir_event_t *rev);
@@ -1239,7 +1238,8 @@ weir_http_v2_up_close_stream(weir_http_upstream_session_t *s,
 
 
 static weir_uint_t
-weir_http_v2_up_has_room(weir_http_upstream_session_t *s)
+weir_http_v2_up_has_room(weir_http_upstream_session_t *s,
+    weir_http_upstream_t *u)
 {
     uint32_t            max;
     weir_http_v2_up_t  *h2;
@@ -1253,7 +1253,7 @@ weir_http_v2_up_has_room(weir_http_upstream_session_t *s)
     max = nghttp2_session_get_remote_settings(h2->session,
               NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
 
-    max = weir_min(max, WEIR_HTTP_V2_UP_MAX_STREAMS);
+    max = weir_min(max, (uint32_t) u->conf->http2_max_streams);
 
     return h2->nstreams < max
            && nghttp2_session_get_next_stream_id(h2->session) < 0x7fffff00;

@@ -57,6 +57,12 @@ static weir_conf_enum_t  weir_http_proxy_http_versions[] = {
 };
 
 
+/* streams of one HTTP/2 session to an origin (a stream id is 31 bits) */
+static weir_conf_num_bounds_t  weir_http_proxy_h2_streams_bounds = {
+    weir_conf_check_num_bounds, 1, 65536
+};
+
+
 static weir_command_t  weir_http_proxy_commands[] = {
 
     { weir_string("proxy_pass"),
@@ -233,6 +239,14 @@ static weir_command_t  weir_http_proxy_commands[] = {
       WEIR_HTTP_LOC_CONF_OFFSET,
       offsetof(weir_http_proxy_loc_conf_t, upstream.next_upstream_tries),
       NULL },
+
+    { weir_string("proxy_http2_max_concurrent_streams"),
+      WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
+      |WEIR_CONF_TAKE1,
+      weir_conf_set_num_slot,
+      WEIR_HTTP_LOC_CONF_OFFSET,
+      offsetof(weir_http_proxy_loc_conf_t, upstream.http2_max_streams),
+      &weir_http_proxy_h2_streams_bounds },
 
     { weir_string("proxy_next_upstream_timeout"),
       WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
@@ -820,6 +834,7 @@ weir_http_proxy_create_loc_conf(weir_conf_t *cf)
     conf->upstream.read_timeout = WEIR_CONF_UNSET_MSEC;
     conf->upstream.next_upstream_timeout = WEIR_CONF_UNSET_MSEC;
     conf->upstream.next_upstream_tries = WEIR_CONF_UNSET_UINT;
+    conf->upstream.http2_max_streams = WEIR_CONF_UNSET_UINT;
 
     conf->upstream.buffer_size = WEIR_CONF_UNSET_SIZE;
     conf->upstream.busy_buffers_size = WEIR_CONF_UNSET_SIZE;
