@@ -25,6 +25,8 @@
 
 static void weir_http_upstream_parsed_head(weir_http_upstream_t *u);
 static weir_int_t weir_http_upstream_interim(weir_http_upstream_t *u);
+static void weir_http_upstream_head_parsed(weir_http_upstream_t *u,
+    weir_int_t rc);
 static void weir_http_upstream_head_done(weir_http_upstream_t *u);
 static weir_uint_t weir_http_upstream_status_ft(weir_uint_t status);
 static weir_uint_t weir_http_upstream_has_error_page(weir_http_request_t *r,
@@ -131,20 +133,30 @@ weir_http_upstream_process_head(weir_http_upstream_t *u)
             continue;
         }
 
-        if (rc == WEIR_HTTP_UPSTREAM_INVALID_HEADER) {
-            /* logged by the handler */
-            weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_INVALID_HEADER);
-            return;
-        }
-
-        if (rc != WEIR_OK) {
-            weir_http_upstream_finalize(u, WEIR_HTTP_INTERNAL_SERVER_ERROR);
-            return;
-        }
-
-        weir_http_upstream_head_done(u);
+        weir_http_upstream_head_parsed(u, rc);
         return;
     }
+}
+
+
+/* the head parser's verdict on a complete head, for both kinds of
+ * protocol */
+
+static void
+weir_http_upstream_head_parsed(weir_http_upstream_t *u, weir_int_t rc)
+{
+    if (rc == WEIR_HTTP_UPSTREAM_INVALID_HEADER) {
+        /* logged by the handler */
+        weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_INVALID_HEADER);
+        return;
+    }
+
+    if (rc != WEIR_OK) {
+        weir_http_upstream_finalize(u, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    weir_http_upstream_head_done(u);
 }
 
 
@@ -201,17 +213,7 @@ weir_http_upstream_parsed_head(weir_http_upstream_t *u)
         }
     }
 
-    if (rc == WEIR_HTTP_UPSTREAM_INVALID_HEADER) {
-        weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_INVALID_HEADER);
-        return;
-    }
-
-    if (rc != WEIR_OK) {
-        weir_http_upstream_finalize(u, WEIR_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    weir_http_upstream_head_done(u);
+    weir_http_upstream_head_parsed(u, rc);
 }
 
 

@@ -79,6 +79,10 @@ void weir_http_v2_wire_free(weir_http_v2_wire_t *w);
 /* weir_http_v2_upstream.c: HTTP/2 to origins */
 extern weir_http_upstream_proto_t  weir_http_v2_upstream_proto;
 
+/* weir_http_v2_wire.c: a stream's fake events leave the timers and the
+ * posted queue (the stream goes, client's or origin's) */
+void weir_http_v2_events_done(weir_event_t *rev, weir_event_t *wev);
+
 /* weir_http_v2.c: the worker's receive buffer, at least size bytes */
 unsigned char *weir_http_v2_recv_buffer(size_t size, weir_log_t *log);
 

@@ -1231,21 +1231,7 @@ weir_http_v2_request_done(weir_http_request_t *r, weir_int_t rc)
                                                     NULL);
     }
 
-    if (st->rev.timer_set) {
-        weir_event_del_timer(&st->rev);
-    }
-
-    if (st->wev.timer_set) {
-        weir_event_del_timer(&st->wev);
-    }
-
-    if (st->rev.posted) {
-        weir_delete_posted_event(&st->rev);
-    }
-
-    if (st->wev.posted) {
-        weir_delete_posted_event(&st->wev);
-    }
+    weir_http_v2_events_done(&st->rev, &st->wev);
 
     weir_queue_remove(&st->queue);
     h2c->nstreams--;

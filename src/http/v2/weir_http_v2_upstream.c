@@ -1183,21 +1183,7 @@ weir_http_v2_up_close_stream(weir_http_upstream_session_t *s,
     h2 = (weir_http_v2_up_t *) s;
     st = weir_http_v2_up_stream_of(fc);
 
-    if (st->rev.timer_set) {
-        weir_event_del_timer(&st->rev);
-    }
-
-    if (st->wev.timer_set) {
-        weir_event_del_timer(&st->wev);
-    }
-
-    if (st->rev.posted) {
-        weir_delete_posted_event(&st->rev);
-    }
-
-    if (st->wev.posted) {
-        weir_delete_posted_event(&st->wev);
-    }
+    weir_http_v2_events_done(&st->rev, &st->wev);
 
     fc->data = NULL;
 

@@ -11,6 +11,7 @@
  * buffer and written with one c->writev, so the frames of many streams
  * go out together. While the socket is full the rest waits and nghttp2
  * is not asked for more (its data providers do not run: back-pressure).
+ * And what both kinds of stream do with their fake events when they go.
  */
 
 
@@ -245,4 +246,25 @@ weir_http_v2_wire_free(weir_http_v2_wire_t *w)
     }
 
     w->pend_len = 0;
+}
+
+
+void
+weir_http_v2_events_done(weir_event_t *rev, weir_event_t *wev)
+{
+    if (rev->timer_set) {
+        weir_event_del_timer(rev);
+    }
+
+    if (wev->timer_set) {
+        weir_event_del_timer(wev);
+    }
+
+    if (rev->posted) {
+        weir_delete_posted_event(rev);
+    }
+
+    if (wev->posted) {
+        weir_delete_posted_event(wev);
+    }
 }
