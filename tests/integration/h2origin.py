@@ -65,6 +65,7 @@ class H2Origin:
         self.trace = None           # a list: every byte received
         self.refused = False        # /refuse: the first one was
         self.goaways = 0            # /goaway requests seen
+        self.req_trailers = []      # the request trailers received
         t = threading.Thread(target=self._accept, daemon=True)
         t.start()
         self.threads.append(t)
@@ -288,6 +289,12 @@ class Conn:
             with self.wlock:
                 self.h2.acknowledge_received_data(ev.flow_controlled_length,
                                                   ev.stream_id)
+        elif isinstance(ev, h2.events.TrailersReceived):
+            with self.o.lock:
+                self.o.req_trailers.append(
+                    [(k.decode() if isinstance(k, bytes) else k,
+                      v.decode() if isinstance(v, bytes) else v)
+                     for k, v in ev.headers])
         elif isinstance(ev, h2.events.StreamEnded):
             self.answer(ev.stream_id)
         elif isinstance(ev, h2.events.WindowUpdated):

@@ -416,3 +416,31 @@ def test_stream_cap_directive_bounds(weir):
     assert ('"proxy_http2_max_concurrent_streams" directive must be '
             'between 1 and 65536 in %s:7' % weir.path("conf", "weir.conf")
             in p.stderr), p.stderr
+
+
+def test_request_trailers_reach_the_origin(weir, h2o):
+    """A chunked HTTP/1.1 body's trailers, streamed to an HTTP/2 origin,
+    arrive as the stream's final HEADERS."""
+    o = h2o()
+    port = start(weir, "http://%s" % o.addr,
+                 location="proxy_request_buffering off;\n")
+    s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
+    try:
+        s.sendall(b"POST /echo HTTP/1.1\r\nHost: a\r\n"
+                  b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+        # streamed: the origin has the head before the body is sent (a
+        # body read whole with the head would go with its length, and
+        # its trailers be dropped, as for an HTTP/1.1 origin)
+        wait_for(lambda: o.requests, what="the head at the origin")
+        s.sendall(b"5\r\nhello\r\n0\r\nX-Sum: 42\r\nConnection: bad\r\n"
+                  b"\r\n")
+        data = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+    finally:
+        s.close()
+    assert data.endswith(b"hello"), data
+    assert o.req_trailers == [[("x-sum", "42")]]

@@ -37,6 +37,7 @@
 /* the request body bytes a stream queues for its data provider */
 #define WEIR_HTTP_V2_UP_SEND_QUEUE      (64 * 1024)
 #define WEIR_HTTP_V2_UP_BLOCK           (16 * 1024)
+#define WEIR_HTTP_V2_UP_SMALL_BLOCK     1024
 /* interim heads before the final one, as the HTTP/1.1 handler */
 #define WEIR_HTTP_V2_UP_MAX_INTERIM     32
 
@@ -173,6 +174,7 @@ static void weir_http_v2_up_fail(weir_http_v2_up_t *h2, const char *reason);
 static void weir_http_v2_up_check(weir_http_v2_up_t *h2);
 static void weir_http_v2_up_free(weir_http_v2_up_t *h2);
 static void weir_http_v2_up_wake(weir_http_v2_ups_t *st, weir_uint_t write);
+static weir_int_t weir_http_v2_up_trailers(weir_http_v2_ups_t *st);
 
 static ssize_t weir_http_v2_up_recv(weir_connection_t *c, unsigned char *buf,
     size_t size);
@@ -682,9 +684,16 @@ weir_http_v2_up_keepalive(weir_http_upstream_t *u)
 
 /* ---- the stream connection ------------------------------------------ */
 
+/*
+ * A block for the stream's queues: a recycled one, or a new one from the
+ * request's pool, small (from the pool's current block, no malloc) when
+ * what is to go in is small, as a tiny response's whole body is.
+ */
+
 static weir_chain_t *
-weir_http_v2_up_block(weir_http_v2_ups_t *st)
+weir_http_v2_up_block(weir_http_v2_ups_t *st, size_t want)
 {
+    size_t         size;
     weir_chain_t  *cl;
 
     if (st->free) {
@@ -701,8 +710,10 @@ weir_http_v2_up_block(weir_http_v2_ups_t *st)
         return NULL;
     }
 
-    cl->buf = weir_create_temp_buf(st->upstream->request->pool,
-                                   WEIR_HTTP_V2_UP_BLOCK);
+    size = (want <= WEIR_HTTP_V2_UP_SMALL_BLOCK) ? WEIR_HTTP_V2_UP_SMALL_BLOCK
+                                                : WEIR_HTTP_V2_UP_BLOCK;
+
+    cl->buf = weir_create_temp_buf(st->upstream->request->pool, size);
     if (cl->buf == NULL) {
         return NULL;
     }
@@ -827,7 +838,7 @@ weir_http_v2_up_writev(weir_connection_t *c, struct iovec *iov, int cnt)
                  : NULL;
 
             if (cl == NULL || cl->buf->last == cl->buf->end) {
-                cl = weir_http_v2_up_block(st);
+                cl = weir_http_v2_up_block(st, iov[i].iov_len - off);
                 if (cl == NULL) {
                     return WEIR_ERROR;
                 }
@@ -924,6 +935,12 @@ weir_http_v2_up_read_data(nghttp2_session *session, int32_t stream_id,
 
     if (st->out == NULL && st->body_eof) {
         *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+
+        if (weir_http_v2_up_trailers(st) == WEIR_OK) {
+            /* the trailers' HEADERS ends the stream */
+            *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        }
+
         return n;
     }
 
@@ -933,6 +950,110 @@ weir_http_v2_up_read_data(nghttp2_session *session, int32_t stream_id,
     }
 
     return n;
+}
+
+
+/*
+ * The request trailers (u->req.send_trailers: a streamed body with
+ * trailers from an HTTP/1.1 chunked or HTTP/2 client) as a HEADERS that
+ * ends the stream: names lowercased, framing and hop-by-hop ones and
+ * pseudo-headers dropped. WEIR_OK: submitted; WEIR_DECLINED: none to
+ * send (or they could not go: logged), the DATA ends the stream.
+ */
+
+static weir_int_t
+weir_http_v2_up_trailers(weir_http_v2_ups_t *st)
+{
+    int                    rv;
+    size_t                 n;
+    weir_uint_t            i;
+    nghttp2_nv            *nv;
+    weir_list_part_t      *part;
+    weir_http_header_t    *h;
+    weir_http_request_t   *r;
+    weir_http_upstream_t  *u;
+
+    u = st->upstream;
+    r = u->request;
+
+    if (!u->req.send_trailers || r->headers_in.trailers.last == NULL) {
+        return WEIR_DECLINED;
+    }
+
+    n = 0;
+
+    for (part = &r->headers_in.trailers.part; part; part = part->next) {
+        n += part->nelts;
+    }
+
+    if (n == 0) {
+        return WEIR_DECLINED;
+    }
+
+    nv = weir_palloc(r->pool, n * sizeof(nghttp2_nv));
+    if (nv == NULL) {
+        return WEIR_DECLINED;
+    }
+
+    n = 0;
+    part = &r->headers_in.trailers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0 || h[i].key.len == 0 || h[i].key.data[0] == ':'
+            || weir_http_upstream_hop_by_hop(&h[i], NULL)
+            || h[i].token == WEIR_HTTP_HDR_CONTENT_LENGTH
+            || h[i].token == WEIR_HTTP_HDR_HOST)
+        {
+            continue;
+        }
+
+        if (weir_http_v2_up_bad_value(&h[i].value)) {
+            weir_log_error(WEIR_LOG_ERR, st->conn.log, 0,
+                           "invalid request trailer \"%.*s\" for the "
+                           "HTTP/2 upstream: not sent",
+                           WEIR_STR_ARG(h[i].key));
+            return WEIR_DECLINED;
+        }
+
+        nv[n].name = weir_pnalloc(r->pool, h[i].key.len);
+        if (nv[n].name == NULL) {
+            return WEIR_DECLINED;
+        }
+
+        weir_strlow(nv[n].name, h[i].key.data, h[i].key.len);
+        nv[n].namelen = h[i].key.len;
+        nv[n].value = h[i].value.data;
+        nv[n].valuelen = h[i].value.len;
+        nv[n].flags = NGHTTP2_NV_FLAG_NONE;
+        n++;
+    }
+
+    if (n == 0) {
+        return WEIR_DECLINED;
+    }
+
+    rv = nghttp2_submit_trailer(st->h2->session, st->id, nv, n);
+
+    if (rv != 0) {
+        weir_log_error(WEIR_LOG_ERR, st->conn.log, 0,
+                       "nghttp2_submit_trailer() failed: %s",
+                       nghttp2_strerror(rv));
+        return WEIR_DECLINED;
+    }
+
+    return WEIR_OK;
 }
 
 
@@ -1859,7 +1980,7 @@ weir_http_v2_up_on_data(nghttp2_session *session, uint8_t flags,
              : NULL;
 
         if (cl == NULL || cl->buf->last == cl->buf->end) {
-            cl = weir_http_v2_up_block(st);
+            cl = weir_http_v2_up_block(st, len);
             if (cl == NULL) {
                 return NGHTTP2_ERR_CALLBACK_FAILURE;
             }
