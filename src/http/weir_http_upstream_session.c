@@ -287,21 +287,31 @@ weir_http_upstream_session_start(weir_http_upstream_t *u)
     s->ops = u->proto->session;
     s->connection = c;
     s->start_time = weir_current_msec;
-    s->socklen = pc->socklen;
-    weir_memcpy(&s->sockaddr, pc->sockaddr, pc->socklen);
-    s->key_len = pc->key.len;
-
-    if (pc->key.len) {
-        weir_memcpy(s->key, pc->key.data, pc->key.len);
-    }
 
     s->idle.data = s;
     s->idle.handler = weir_http_upstream_session_idle_handler;
     s->idle.log = weir_cycle->log;
     s->idle.cancelable = 1;
 
-    s->pool = sp->pool;
-    weir_queue_insert_head(&sp->pool->sessions, &s->queue);
+    if (pc->socklen <= (socklen_t) sizeof(weir_sockaddr_t)
+        && pc->key.len <= WEIR_PEER_KEY_MAX)
+    {
+        s->socklen = pc->socklen;
+        weir_memcpy(&s->sockaddr, pc->sockaddr, pc->socklen);
+        s->key_len = pc->key.len;
+
+        if (pc->key.len) {
+            weir_memcpy(s->key, pc->key.data, pc->key.len);
+        }
+
+        s->pool = sp->pool;
+        weir_queue_insert_head(&sp->pool->sessions, &s->queue);
+
+    } else {
+        /* a key too long to keep (as the keep-alive pool's): this
+         * attempt's session only, closed with its stream */
+        s->draining = 1;
+    }
 
     /* the core forgets the connection: the session has it */
     pc->connection = NULL;
