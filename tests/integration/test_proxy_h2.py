@@ -298,16 +298,18 @@ def rss_kib(pid):
 
 
 def test_slow_client_stalls_no_other_stream(weir):
-    """One session, 20 streams of 4 MB: one client does not read, the
-    other 19 finish at full speed; the slow one's stream holds at most
-    its window (the origin is not read for it), so the worker's RSS
-    stays flat; the slow client then gets every byte."""
+    """One session, 20 streams: one client does not read its 64 MB, the
+    other 19 finish their 4 MB at full speed; the slow one's stream holds
+    at most its window (the origin is not read for it), so the worker's
+    RSS stays far below the 64 MB it would hold without back-pressure;
+    the slow client then gets every byte."""
     import test_probe
     probe = os.path.join(test_probe.weirtest.WEIR_BUILD_DIR, "weir-probe")
     port_o = weir.port()
     po = subprocess.Popen([probe, "origin", "-l", "127.0.0.1:%d" % port_o],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     size = 4 << 20
+    slow_size = 64 << 20
     try:
         def listening():
             socket.create_connection(("127.0.0.1", port_o), 1).close()
@@ -330,7 +332,7 @@ def test_slow_client_stalls_no_other_stream(weir):
         slow.settimeout(DEADLINE)
         slow.connect(("127.0.0.1", port))
         slow.sendall(b"GET /size/%d HTTP/1.1\r\nHost: a\r\n"
-                     b"Connection: close\r\n\r\n" % size)
+                     b"Connection: close\r\n\r\n" % slow_size)
         peak = [0]
 
         def fast(i):
@@ -350,7 +352,7 @@ def test_slow_client_stalls_no_other_stream(weir):
                 break
             got += len(d)
         slow.close()
-        assert got > size
+        assert got > slow_size
         assert probe_connections(port) == conns0
     finally:
         po.terminate()

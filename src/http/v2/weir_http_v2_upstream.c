@@ -281,7 +281,7 @@ weir_http_v2_up_create_request(weir_http_upstream_t *u)
     size_t                  n;
     weir_uint_t             i;
     weir_str_t             *len;
-    static weir_str_t       te;
+    static weir_str_t       te = weir_string("trailers");
     nghttp2_nv             *nv;
     weir_list_part_t       *part;
     weir_http_header_t     *h;
@@ -392,7 +392,6 @@ weir_http_v2_up_create_request(weir_http_upstream_t *u)
     {
         /* the client takes trailers (gRPC needs the origin told): the
          * one TE value HTTP/2 allows, hop-by-hop as TE is */
-        weir_str_set(&te, "trailers");
         weir_http_v2_up_nv(nv++, "te", 2, &te);
     }
 
@@ -724,34 +723,88 @@ weir_http_v2_up_block(weir_http_v2_ups_t *st, size_t want)
 }
 
 
-static ssize_t
-weir_http_v2_up_recv(weir_connection_t *c, unsigned char *buf, size_t size)
-{
-    size_t               n, len;
-    weir_chain_t        *cl;
-    weir_http_v2_ups_t  *st;
+/*
+ * A stream's two queues (the origin's DATA for the core, the core's
+ * request body for the data provider) are chains of blocks from
+ * weir_http_v2_up_block: put appends len bytes, take copies out up to
+ * size and recycles the blocks it empties.
+ */
 
-    st = weir_http_v2_up_stream_of(c);
+static weir_int_t
+weir_http_v2_up_put(weir_http_v2_ups_t *st, weir_chain_t **head,
+    weir_chain_t ***last, const void *data, size_t len)
+{
+    size_t         n;
+    weir_chain_t  *cl;
+    const char    *p;
+
+    p = data;
+
+    while (len) {
+        cl = (*head && *last != head)
+             ? weir_queue_data(*last, weir_chain_t, next) : NULL;
+
+        if (cl == NULL || cl->buf->last == cl->buf->end) {
+            cl = weir_http_v2_up_block(st, len);
+            if (cl == NULL) {
+                return WEIR_ERROR;
+            }
+
+            **last = cl;
+            *last = &cl->next;
+        }
+
+        n = weir_min(len, (size_t) (cl->buf->end - cl->buf->last));
+        cl->buf->last = weir_cpymem(cl->buf->last, p, n);
+        p += n;
+        len -= n;
+    }
+
+    return WEIR_OK;
+}
+
+
+static size_t
+weir_http_v2_up_take(weir_http_v2_ups_t *st, weir_chain_t **head,
+    weir_chain_t ***last, unsigned char *buf, size_t size)
+{
+    size_t         n, len;
+    weir_chain_t  *cl;
+
     n = 0;
 
-    while (st->in && n < size) {
-        cl = st->in;
+    while (*head && n < size) {
+        cl = *head;
         len = weir_min(size - n, (size_t) (cl->buf->last - cl->buf->pos));
         buf = weir_cpymem(buf, cl->buf->pos, len);
         cl->buf->pos += len;
         n += len;
 
         if (cl->buf->pos == cl->buf->last) {
-            st->in = cl->next;
+            *head = cl->next;
 
-            if (st->in == NULL) {
-                st->last_in = &st->in;
+            if (*head == NULL) {
+                *last = head;
             }
 
             cl->next = st->free;
             st->free = cl;
         }
     }
+
+    return n;
+}
+
+
+static ssize_t
+weir_http_v2_up_recv(weir_connection_t *c, unsigned char *buf, size_t size)
+{
+    size_t               n;
+    weir_http_v2_ups_t  *st;
+
+    st = weir_http_v2_up_stream_of(c);
+
+    n = weir_http_v2_up_take(st, &st->in, &st->last_in, buf, size);
 
     if (n) {
         st->in_bytes -= n;
@@ -809,8 +862,7 @@ static ssize_t
 weir_http_v2_up_writev(weir_connection_t *c, struct iovec *iov, int cnt)
 {
     int                  i;
-    size_t               n, room, len, off;
-    weir_chain_t        *cl;
+    size_t               n, room, len;
     weir_http_v2_ups_t  *st;
 
     st = weir_http_v2_up_stream_of(c);
@@ -824,43 +876,27 @@ weir_http_v2_up_writev(weir_connection_t *c, struct iovec *iov, int cnt)
     n = 0;
 
     for (i = 0; i < cnt; i++) {
-        off = 0;
+        room = WEIR_HTTP_V2_UP_SEND_QUEUE - st->out_bytes;
+        len = weir_min(iov[i].iov_len, room);
 
-        while (off < iov[i].iov_len) {
-            room = WEIR_HTTP_V2_UP_SEND_QUEUE - st->out_bytes;
+        if (len == 0) {
+            break;
+        }
 
-            if (room == 0) {
-                goto full;
-            }
+        if (weir_http_v2_up_put(st, &st->out, &st->last_out,
+                                iov[i].iov_base, len)
+            != WEIR_OK)
+        {
+            return WEIR_ERROR;
+        }
 
-            cl = (st->out && st->last_out != &st->out)
-                 ? weir_queue_data(st->last_out, weir_chain_t, next)
-                 : NULL;
+        n += len;
+        st->out_bytes += len;
 
-            if (cl == NULL || cl->buf->last == cl->buf->end) {
-                cl = weir_http_v2_up_block(st, iov[i].iov_len - off);
-                if (cl == NULL) {
-                    return WEIR_ERROR;
-                }
-
-                *st->last_out = cl;
-                st->last_out = &cl->next;
-            }
-
-            len = weir_min(iov[i].iov_len - off,
-                           (size_t) (cl->buf->end - cl->buf->last));
-            len = weir_min(len, room);
-
-            cl->buf->last = weir_cpymem(cl->buf->last,
-                                        (unsigned char *) iov[i].iov_base
-                                        + off, len);
-            off += len;
-            n += len;
-            st->out_bytes += len;
+        if (len < iov[i].iov_len) {
+            break;
         }
     }
-
-full:
 
     if (n == 0) {
         c->write->ready = 0;
@@ -889,8 +925,7 @@ weir_http_v2_up_read_data(nghttp2_session *session, int32_t stream_id,
     uint8_t *buf, size_t length, uint32_t *data_flags,
     nghttp2_data_source *source, void *user_data)
 {
-    size_t               n, len;
-    weir_chain_t        *cl;
+    size_t               n;
     weir_http_v2_ups_t  *st;
 
     (void) session;
@@ -903,26 +938,7 @@ weir_http_v2_up_read_data(nghttp2_session *session, int32_t stream_id,
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
 
-    n = 0;
-
-    while (st->out && n < length) {
-        cl = st->out;
-        len = weir_min(length - n, (size_t) (cl->buf->last - cl->buf->pos));
-        buf = weir_cpymem(buf, cl->buf->pos, len);
-        cl->buf->pos += len;
-        n += len;
-
-        if (cl->buf->pos == cl->buf->last) {
-            st->out = cl->next;
-
-            if (st->out == NULL) {
-                st->last_out = &st->out;
-            }
-
-            cl->next = st->free;
-            st->free = cl;
-        }
-    }
+    n = weir_http_v2_up_take(st, &st->out, &st->last_out, buf, length);
 
     st->out_bytes -= n;
     st->sent += n;
@@ -1957,8 +1973,6 @@ static int
 weir_http_v2_up_on_data(nghttp2_session *session, uint8_t flags,
     int32_t stream_id, const uint8_t *data, size_t len, void *user_data)
 {
-    size_t               n;
-    weir_chain_t        *cl;
     weir_http_v2_ups_t  *st;
 
     (void) flags;
@@ -1972,28 +1986,13 @@ weir_http_v2_up_on_data(nghttp2_session *session, uint8_t flags,
         return 0;
     }
 
-    st->in_bytes += len;
-
-    while (len) {
-        cl = (st->in && st->last_in != &st->in)
-             ? weir_queue_data(st->last_in, weir_chain_t, next)
-             : NULL;
-
-        if (cl == NULL || cl->buf->last == cl->buf->end) {
-            cl = weir_http_v2_up_block(st, len);
-            if (cl == NULL) {
-                return NGHTTP2_ERR_CALLBACK_FAILURE;
-            }
-
-            *st->last_in = cl;
-            st->last_in = &cl->next;
-        }
-
-        n = weir_min(len, (size_t) (cl->buf->end - cl->buf->last));
-        cl->buf->last = weir_cpymem(cl->buf->last, data, n);
-        data += n;
-        len -= n;
+    if (weir_http_v2_up_put(st, &st->in, &st->last_in, data, len)
+        != WEIR_OK)
+    {
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
+
+    st->in_bytes += len;
 
     weir_http_v2_up_wake(st, 0);
 
