@@ -473,6 +473,12 @@ weir_http_upstream_connect(weir_http_upstream_t *u)
 
     ctx->peer_held = 1;
 
+    if (rc == WEIR_AGAIN && u->peer.connection == NULL) {
+        /* the session layer parked the attempt: a session to the peer is
+         * being opened, weir_http_upstream_session_resume() follows */
+        return;
+    }
+
     if (rc == WEIR_DECLINED) {
         /* logged by the connect code: "connect() to ... failed" */
         weir_http_upstream_next(u, WEIR_HTTP_UPSTREAM_FT_ERROR);
@@ -499,6 +505,59 @@ weir_http_upstream_connect(weir_http_upstream_t *u)
 
     /* WEIR_OK, or WEIR_DONE: a cached connection */
     weir_http_upstream_connected(u);
+}
+
+
+/*
+ * A parked attempt goes on (weir_http_upstream_session.c): WEIR_OK, the
+ * stream of a session in u->peer.connection; WEIR_DECLINED, no session
+ * had room: a fresh connection to the same peer (not a new try); else
+ * the attempt failed with ft, as proxy_next_upstream says.
+ */
+
+void
+weir_http_upstream_session_resume(weir_http_upstream_t *u, weir_int_t rc,
+    weir_uint_t ft)
+{
+    weir_connection_t         *c, *cc;
+    weir_http_upstream_ctx_t  *ctx;
+
+    ctx = u->pipe;
+    cc = u->request->connection;
+
+    if (ctx->finalized) {
+        return;
+    }
+
+    switch (rc) {
+
+    case WEIR_OK:
+        c = u->peer.connection;
+
+        if (c->pool == NULL) {
+            c->pool = weir_create_pool(128, cc->log);
+            if (c->pool == NULL) {
+                weir_http_upstream_finalize(u,
+                                            WEIR_HTTP_INTERNAL_SERVER_ERROR);
+                break;
+            }
+        }
+
+        weir_http_upstream_take_connection(u, c);
+        weir_http_upstream_connected(u);
+        break;
+
+    case WEIR_DECLINED:
+        ctx->same_peer = 1;
+        u->tries--;
+        weir_http_upstream_retry(u);
+        break;
+
+    default:
+        weir_http_upstream_next(u, ft);
+    }
+
+    weir_http_run_posted_requests(cc);
 }
 
 

@@ -652,6 +652,10 @@ void weir_http_upstream_keepalive_conf(weir_http_upstream_srv_conf_t *us,
 weir_int_t weir_http_upstream_session_init_peer(weir_http_request_t *r,
     weir_http_upstream_srv_conf_t *us);
 weir_int_t weir_http_upstream_session_start(weir_http_upstream_t *u);
+/* a parked attempt (get returned WEIR_AGAIN with no connection: it waits
+ * for a session being opened) goes on: see weir_http_upstream.c */
+void weir_http_upstream_session_resume(weir_http_upstream_t *u,
+    weir_int_t rc, weir_uint_t ft);
 /* the attempt's stream goes (reset), the peer stays held (a retry on a
  * fresh connection to the same peer follows) */
 void weir_http_upstream_session_detach(weir_http_upstream_t *u);

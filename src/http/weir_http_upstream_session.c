@@ -20,6 +20,17 @@
  *   free:  closes the stream (reset unless complete); a failure of the
  *          whole session reaches the balancer once.
  *
+ * While an attempt opens a session (connect, TLS, nothing known of the
+ * origin's SETTINGS yet), later attempts to the same (address, key) wait
+ * for it rather than open a connection each: a burst of requests to a
+ * fresh origin opens one connection per WEIR_HTTP_UPSTREAM_SESSION_ROOM
+ * streams, not one per request. The waiters are woken when the session
+ * is up (a stream on it, or on another with room, or, when none has
+ * room, a connection of their own) or when the opener goes away (one of
+ * them opens instead); when the opener's connection fails they go to
+ * the next peer as it does (proxy_next_upstream) and only the opener's
+ * failure is counted.
+ *
  * A session with no open stream is idle: it is closed after
  * keepalive_timeout, and when more than "keepalive N" sessions of the
  * group are idle, the one idle longest is closed. keepalive_requests
@@ -28,23 +39,48 @@
  */
 
 
+/* the streams a session being opened is expected to take (RFC 9113
+ * recommends origins allow 100 at least): the opener and its waiters */
+#define WEIR_HTTP_UPSTREAM_SESSION_ROOM  100
+
+
 typedef struct {
     weir_queue_t                          sessions; /* all of the pool */
+    weir_queue_t                          opening;  /* openers */
     weir_queue_t                          idle;     /* head: newest */
     weir_uint_t                           nidle;
     weir_http_upstream_keepalive_conf_t   conf;
 } weir_http_upstream_session_pool_t;
 
 
+typedef struct weir_http_upstream_session_peer_s
+    weir_http_upstream_session_peer_t;
+
 /* per request: the hooks called through */
-typedef struct {
+struct weir_http_upstream_session_peer_s {
     weir_http_upstream_session_pool_t    *pool;
     weir_http_upstream_t                 *upstream;
     weir_http_upstream_session_t         *session;  /* of the stream */
     void                                 *data;
     weir_event_get_peer_pt                original_get_peer;
     weir_event_free_peer_pt               original_free_peer;
-} weir_http_upstream_session_peer_t;
+
+    /* this attempt opens a session (in pool->opening): the waiters */
+    weir_queue_t                          opening;
+    weir_queue_t                          waiters;
+    weir_uint_t                           nwaiters;
+
+    /* this attempt waits for the session of opener */
+    weir_http_upstream_session_peer_t    *opener;
+    weir_queue_t                          wait_queue; /* in its waiters */
+    weir_event_t                          wait;   /* woken, timed out */
+    weir_uint_t                           opener_ft; /* how it failed */
+
+    unsigned                              is_opener:1;
+    unsigned                              opener_failed:1;
+    /* the opener's failure was counted: this attempt's is not */
+    unsigned                              not_counted:1;
+};
 
 
 static weir_int_t weir_http_upstream_session_get(weir_peer_connection_t *pc,
@@ -63,6 +99,13 @@ static void weir_http_upstream_session_remove(
 static void weir_http_upstream_session_end_stream(
     weir_http_upstream_session_peer_t *sp, weir_peer_connection_t *pc,
     weir_uint_t complete);
+static weir_int_t weir_http_upstream_session_find(
+    weir_http_upstream_session_peer_t *sp, weir_peer_connection_t *pc);
+static void weir_http_upstream_session_wake_all(
+    weir_http_upstream_session_peer_t *sp, weir_uint_t failed);
+static void weir_http_upstream_session_unpark(
+    weir_http_upstream_session_peer_t *sp);
+static void weir_http_upstream_session_wait_handler(weir_event_t *ev);
 
 
 /* requests without a group (proxy_pass to an address made of variables
@@ -79,7 +122,7 @@ weir_http_upstream_session_init_peer(weir_http_request_t *r,
 
     u = r->upstream;
 
-    sp = weir_palloc(r->pool, sizeof(weir_http_upstream_session_peer_t));
+    sp = weir_pcalloc(r->pool, sizeof(weir_http_upstream_session_peer_t));
     if (sp == NULL) {
         return WEIR_ERROR;
     }
@@ -90,10 +133,13 @@ weir_http_upstream_session_init_peer(weir_http_request_t *r,
     }
 
     sp->upstream = u;
-    sp->session = NULL;
     sp->data = u->peer.data;
     sp->original_get_peer = u->peer.get;
     sp->original_free_peer = u->peer.free;
+
+    sp->wait.data = sp;
+    sp->wait.handler = weir_http_upstream_session_wait_handler;
+    sp->wait.log = r->connection->log;
 
     if (!u->ssl && u->peer.key.len == 0) {
         /* cleartext: apart from the HTTP/1.1 connections to the same
@@ -132,6 +178,7 @@ weir_http_upstream_session_pool(weir_http_upstream_srv_conf_t *us)
     }
 
     weir_queue_init(&pool->sessions);
+    weir_queue_init(&pool->opening);
     weir_queue_init(&pool->idle);
     weir_http_upstream_keepalive_conf(us, &pool->conf);
 
@@ -151,10 +198,7 @@ weir_http_upstream_session_get(weir_peer_connection_t *pc, void *data)
 {
     weir_http_upstream_session_peer_t  *sp = data;
 
-    weir_int_t                     rc;
-    weir_queue_t                  *q, *next;
-    weir_connection_t             *fc;
-    weir_http_upstream_session_t  *s;
+    weir_int_t  rc;
 
     rc = sp->original_get_peer(pc, sp->data);
 
@@ -168,6 +212,29 @@ weir_http_upstream_session_get(weir_peer_connection_t *pc, void *data)
          */
         return rc;
     }
+
+    sp->not_counted = 0;
+
+    return weir_http_upstream_session_find(sp, pc);
+}
+
+
+/*
+ * A stream for the attempt on a session to pc's (address, key) with
+ * room: WEIR_DONE (pc->connection is the stream). Else one being opened
+ * that has room left: WEIR_AGAIN, the attempt waits (pc->connection
+ * NULL). Else WEIR_OK: the core connects, and the attempt is the opener
+ * others wait for. WEIR_ERROR: no stream could be made.
+ */
+
+static weir_int_t
+weir_http_upstream_session_find(weir_http_upstream_session_peer_t *sp,
+    weir_peer_connection_t *pc)
+{
+    weir_queue_t                       *q, *next;
+    weir_connection_t                  *fc;
+    weir_http_upstream_session_t       *s;
+    weir_http_upstream_session_peer_t  *op;
 
     for (q = weir_queue_head(&sp->pool->sessions);
          q != weir_queue_sentinel(&sp->pool->sessions);
@@ -205,7 +272,190 @@ weir_http_upstream_session_get(weir_peer_connection_t *pc, void *data)
         return WEIR_DONE;
     }
 
+    if (sp->upstream->alt_proto || pc->key.len > WEIR_PEER_KEY_MAX
+        || pc->socklen > (socklen_t) sizeof(weir_sockaddr_t))
+    {
+        /* proxy_http_version auto: the origin may choose HTTP/1.1, a
+         * session is not certain before the handshake; a key too long
+         * to pool: the session would be this attempt's only */
+        return WEIR_OK;
+    }
+
+    for (q = weir_queue_head(&sp->pool->opening);
+         q != weir_queue_sentinel(&sp->pool->opening);
+         q = weir_queue_next(q))
+    {
+        op = weir_queue_data(q, weir_http_upstream_session_peer_t, opening);
+
+        if (op->upstream->peer.socklen != pc->socklen
+            || op->upstream->peer.key.len != pc->key.len
+            || weir_memcmp(op->upstream->peer.sockaddr, pc->sockaddr,
+                           pc->socklen) != 0
+            || (pc->key.len
+                && weir_memcmp(op->upstream->peer.key.data, pc->key.data,
+                               pc->key.len) != 0))
+        {
+            continue;
+        }
+
+        if (op->nwaiters + 1 >= weir_min(WEIR_HTTP_UPSTREAM_SESSION_ROOM,
+                                         sp->upstream->conf->http2_max_streams))
+        {
+            continue;
+        }
+
+        weir_queue_insert_tail(&op->waiters, &sp->wait_queue);
+        op->nwaiters++;
+        sp->opener = op;
+
+        if (!sp->wait.timer_set) {
+            weir_event_add_timer(&sp->wait,
+                                 sp->upstream->conf->connect_timeout);
+        }
+
+        weir_log_debug(pc->log, 0, "upstream session: waiting for one "
+                       "being opened");
+
+        pc->connection = NULL;
+
+        return WEIR_AGAIN;
+    }
+
+    /* this attempt opens one: later attempts wait for it */
+    weir_queue_init(&sp->waiters);
+    sp->nwaiters = 0;
+    sp->is_opener = 1;
+    sp->opener_failed = 0;
+    weir_queue_insert_tail(&sp->pool->opening, &sp->opening);
+
     return WEIR_OK;
+}
+
+
+/* the opener's session is up, or it went away: the waiters look again
+ * (posted: each from its own event); failed, its connection failed */
+
+static void
+weir_http_upstream_session_wake_all(weir_http_upstream_session_peer_t *sp,
+    weir_uint_t failed)
+{
+    weir_uint_t                         ft;
+    weir_queue_t                       *q;
+    weir_http_upstream_state_t         *cur;
+    weir_http_upstream_session_peer_t  *w;
+
+    if (!sp->is_opener) {
+        return;
+    }
+
+    /* the waiters fail as the opener did: next() has set its status */
+    cur = sp->upstream->cur;
+    ft = (cur && cur->status == WEIR_HTTP_GATEWAY_TIME_OUT)
+         ? WEIR_HTTP_UPSTREAM_FT_TIMEOUT : WEIR_HTTP_UPSTREAM_FT_ERROR;
+
+    sp->is_opener = 0;
+    weir_queue_remove(&sp->opening);
+
+    while (!weir_queue_empty(&sp->waiters)) {
+        q = weir_queue_head(&sp->waiters);
+        w = weir_queue_data(q, weir_http_upstream_session_peer_t,
+                            wait_queue);
+        weir_queue_remove(q);
+
+        w->opener = NULL;
+        w->opener_failed = failed;
+        w->opener_ft = ft;
+        weir_post_event(&w->wait, &weir_posted_events);
+    }
+
+    sp->nwaiters = 0;
+}
+
+
+/* the attempt waits no more (it goes, or it is woken) */
+
+static void
+weir_http_upstream_session_unpark(weir_http_upstream_session_peer_t *sp)
+{
+    if (sp->opener) {
+        weir_queue_remove(&sp->wait_queue);
+        sp->opener->nwaiters--;
+        sp->opener = NULL;
+    }
+
+    if (sp->wait.timer_set) {
+        weir_event_del_timer(&sp->wait);
+    }
+
+    if (sp->wait.posted) {
+        weir_delete_posted_event(&sp->wait);
+    }
+}
+
+
+static void
+weir_http_upstream_session_wait_handler(weir_event_t *ev)
+{
+    weir_http_upstream_session_peer_t *sp = ev->data;
+
+    weir_int_t              rc;
+    weir_http_upstream_t   *u;
+
+    u = sp->upstream;
+
+    if (ev->timedout) {
+        ev->timedout = 0;
+        weir_http_upstream_session_unpark(sp);
+
+        weir_log_error(WEIR_LOG_ERR, ev->log, WEIR_ETIMEDOUT,
+                       "upstream timed out (waiting for the connection "
+                       "being opened to %.*s)",
+                       WEIR_STR_ARG(*u->peer.name));
+
+        /* the opener's connect timeout fires first as a rule, and
+         * counts; this one does not again */
+        sp->not_counted = 1;
+        weir_http_upstream_session_resume(u, WEIR_ERROR,
+                                          WEIR_HTTP_UPSTREAM_FT_TIMEOUT);
+        return;
+    }
+
+    if (sp->opener) {
+        /* still waiting */
+        return;
+    }
+
+    if (sp->opener_failed) {
+        weir_http_upstream_session_unpark(sp);
+        sp->not_counted = 1;
+        weir_http_upstream_session_resume(u, WEIR_ERROR, sp->opener_ft);
+        return;
+    }
+
+    rc = weir_http_upstream_session_find(sp, &u->peer);
+
+    if (rc == WEIR_AGAIN) {
+        /* waits for another one being opened */
+        return;
+    }
+
+    weir_http_upstream_session_unpark(sp);
+
+    switch (rc) {
+
+    case WEIR_DONE:
+        weir_http_upstream_session_resume(u, WEIR_OK, 0);
+        return;
+
+    case WEIR_OK:
+        /* none has room: a connection of its own, the opener now */
+        weir_http_upstream_session_resume(u, WEIR_DECLINED, 0);
+        return;
+
+    default:
+        weir_http_upstream_session_resume(u, WEIR_ERROR,
+                                          WEIR_HTTP_UPSTREAM_FT_ERROR);
+    }
 }
 
 
@@ -324,6 +574,9 @@ weir_http_upstream_session_start(weir_http_upstream_t *u)
 
     pc->connection = fc;
 
+    /* the waiters find it (or another with room) */
+    weir_http_upstream_session_wake_all(sp, 0);
+
     return WEIR_OK;
 }
 
@@ -337,6 +590,16 @@ weir_http_upstream_session_free(weir_peer_connection_t *pc, void *data,
     weir_http_upstream_session_t  *s;
 
     s = sp->session;
+
+    /* a waiting attempt waits no more; an opener's waiters look again,
+     * or, when its connection failed, go as it does */
+    weir_http_upstream_session_unpark(sp);
+    weir_http_upstream_session_wake_all(sp, (state & WEIR_PEER_FAILED) != 0);
+
+    if (sp->not_counted) {
+        sp->not_counted = 0;
+        state &= ~WEIR_PEER_FAILED;
+    }
 
     if (s && pc->connection) {
         if ((state & WEIR_PEER_FAILED) && s->failed) {

@@ -23,7 +23,9 @@ Paths:
   /goaway          holds the first; at the second, a GOAWAY whose last
                    stream id is the first, then answers the first; later
                    ones answer "retried after the GOAWAY"
-It counts connections and requests; every request's headers are kept."""
+It counts connections and requests; every request's headers are kept.
+handshake_delay: seconds each connection waits before its TLS handshake
+(a slow origin to open); fail_handshake: then it closes instead."""
 
 import socket
 import ssl
@@ -40,8 +42,11 @@ import hyperframe.frame
 
 
 class H2Origin:
-    def __init__(self, cert=None, key=None, alpn=("h2",), h1=False):
+    def __init__(self, cert=None, key=None, alpn=("h2",), h1=False,
+                 handshake_delay=0.0, fail_handshake=False):
         self.h1 = h1
+        self.handshake_delay = handshake_delay
+        self.fail_handshake = fail_handshake
         if h1 and alpn == ("h2",):
             alpn = ("h2", "http/1.1")
         self.sock = socket.socket()
@@ -84,6 +89,11 @@ class H2Origin:
 
     def _serve(self, s):
         try:
+            if self.handshake_delay:
+                # bounded: the test's own delay, then on
+                time.sleep(self.handshake_delay)
+            if self.fail_handshake:
+                return
             if self.ctx:
                 s = self.ctx.wrap_socket(s, server_side=True)
             self.conns.append(s)

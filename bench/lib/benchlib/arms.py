@@ -272,7 +272,8 @@ SUITES = (
                    'h2tls-to-h2tls-256k', 'throughput', '>=', 1.0,
                    peer='haproxy'),
           )),
-    Suite('instr', 'instr', (TINY, TLS_TINY, H2TLS_TINY),
+    Suite('instr', 'instr', (TINY, TLS_TINY, H2TLS_TINY, H1_TO_H2C,
+                             H2C_TO_H2C),
           'instructions per request under valgrind --tool=callgrind, '
           '(Ir(N2) - Ir(N1)) / (N2 - N1) at 4 connections (H2: x 8 '
           'streams)',
