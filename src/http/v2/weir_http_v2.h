@@ -49,8 +49,9 @@ typedef struct weir_http_v2_conn_s    weir_http_v2_conn_t;
 /*
  * The output of an nghttp2 session, server or client
  * (weir_http_v2_wire.c): frames nghttp2 gave and the socket has not
- * taken yet, out (weir_alloc'd while bytes wait, freed when the session
- * is idle) then pend, the rest of the last piece nghttp2 returned (valid
+ * taken yet, out (the worker's shared buffer during a flush; one of the
+ * session's own while bytes wait after it, freed when the session is
+ * idle) then pend, the rest of the last piece nghttp2 returned (valid
  * until its next mem_send).
  */
 typedef struct {
@@ -69,6 +70,7 @@ typedef struct {
     unsigned                     posted:1;      /* the write event */
     unsigned                     blocked:1;     /* the socket is full */
     unsigned                     broken:1;      /* a socket error */
+    unsigned                     shared:1;      /* out is the worker's */
 } weir_http_v2_wire_t;
 
 weir_int_t weir_http_v2_wire_flush(weir_http_v2_wire_t *w,

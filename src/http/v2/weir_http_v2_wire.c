@@ -11,6 +11,10 @@
  * buffer and written with one c->writev, so the frames of many streams
  * go out together. While the socket is full the rest waits and nghttp2
  * is not asked for more (its data providers do not run: back-pressure).
+ * The output buffer is the worker's, shared by every session, while a
+ * flush runs; a session has one of its own only while bytes it could not
+ * write wait (the socket was full), so a session that keeps up holds
+ * none: less memory, and the same hot buffer for all of them.
  * And what both kinds of stream do with their fake events when they go.
  */
 
@@ -19,6 +23,80 @@
 /* written by one flush while the socket takes it all, as HTTP/1 does
  * (WEIR_HTTP_V1_SEND_BUDGET); the rest after the other connections */
 #define WEIR_HTTP_V2_SEND_BUDGET  (2 * WEIR_HTTP_V2_OUT_SIZE)
+
+
+static weir_int_t weir_http_v2_wire_send(weir_http_v2_wire_t *w,
+    nghttp2_session *session, weir_connection_t *c, weir_msec_t send_timeout,
+    weir_uint_t idle);
+
+
+/* the worker's output buffer, and whether a flush has it (a flush that
+ * nghttp2's callbacks start inside another takes a buffer of its own) */
+static unsigned char  *weir_http_v2_wire_out;
+static weir_uint_t     weir_http_v2_wire_out_busy;
+
+
+weir_int_t
+weir_http_v2_wire_flush(weir_http_v2_wire_t *w, nghttp2_session *session,
+    weir_connection_t *c, weir_msec_t send_timeout, weir_uint_t idle)
+{
+    size_t          len;
+    weir_int_t      rc;
+    unsigned char  *p;
+
+    if (w->out == NULL && !weir_http_v2_wire_out_busy) {
+
+        if (weir_http_v2_wire_out == NULL) {
+            weir_http_v2_wire_out = weir_alloc(WEIR_HTTP_V2_OUT_SIZE, c->log);
+        }
+
+        if (weir_http_v2_wire_out) {
+            w->out = weir_http_v2_wire_out;
+            w->out_size = WEIR_HTTP_V2_OUT_SIZE;
+            w->out_pos = w->out;
+            w->out_last = w->out;
+            w->shared = 1;
+            weir_http_v2_wire_out_busy = 1;
+        }
+    }
+
+    rc = weir_http_v2_wire_send(w, session, c, send_timeout, idle);
+
+    if (!w->shared) {
+        return rc;
+    }
+
+    w->shared = 0;
+    weir_http_v2_wire_out_busy = 0;
+
+    len = (rc == WEIR_ERROR) ? 0 : (size_t) (w->out_last - w->out_pos);
+
+    if (len == 0) {
+        w->out = NULL;
+        w->out_pos = NULL;
+        w->out_last = NULL;
+        return rc;
+    }
+
+    /* the socket is full: what waits moves to a buffer of the session's */
+
+    p = weir_alloc(WEIR_HTTP_V2_OUT_SIZE, c->log);
+    if (p == NULL) {
+        w->out = NULL;
+        w->out_pos = NULL;
+        w->out_last = NULL;
+        c->error = 1;
+        w->broken = 1;
+        return WEIR_ERROR;
+    }
+
+    weir_memcpy(p, w->out_pos, len);
+    w->out = p;
+    w->out_pos = p;
+    w->out_last = p + len;
+
+    return rc;
+}
 
 
 /*
@@ -31,8 +109,8 @@
  * socket error sets w->broken.
  */
 
-weir_int_t
-weir_http_v2_wire_flush(weir_http_v2_wire_t *w, nghttp2_session *session,
+static weir_int_t
+weir_http_v2_wire_send(weir_http_v2_wire_t *w, nghttp2_session *session,
     weir_connection_t *c, weir_msec_t send_timeout, weir_uint_t idle)
 {
     int                         cnt;
@@ -132,7 +210,7 @@ again:
 
     if (cnt == 0) {
         /* an idle connection keeps no output buffer */
-        if (w->out && idle) {
+        if (w->out && idle && !w->shared) {
             weir_free(w->out);
             w->out = NULL;
             w->out_pos = NULL;
@@ -224,7 +302,7 @@ again:
             weir_post_event(wev, &weir_posted_next_events);
         }
 
-    } else if (w->out && idle) {
+    } else if (w->out && idle && !w->shared) {
         weir_free(w->out);
         w->out = NULL;
         w->out_pos = NULL;
