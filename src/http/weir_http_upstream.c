@@ -247,15 +247,21 @@ weir_http_upstream_init(weir_http_request_t *r)
         u->request_body_sent = 0;
     }
 
-    u->buffer.start = weir_pnalloc(r->pool, u->conf->buffer_size);
-    if (u->buffer.start == NULL) {
-        weir_http_finalize_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
-        return;
+    if (!u->proto->parsed_head || u->alt_proto) {
+        /* the head is read as bytes (a session's comes parsed: no
+         * buffer; with proxy_http_version auto the origin may choose
+         * HTTP/1.1) */
+        u->buffer.start = weir_pnalloc(r->pool, u->conf->buffer_size);
+        if (u->buffer.start == NULL) {
+            weir_http_finalize_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+            return;
+        }
+
+        u->buffer.end = u->buffer.start + u->conf->buffer_size;
     }
 
     u->buffer.pos = u->buffer.start;
     u->buffer.last = u->buffer.start;
-    u->buffer.end = u->buffer.start + u->conf->buffer_size;
     u->buffer.temporary = 1;
 
     if (u->uri.len == 0) {

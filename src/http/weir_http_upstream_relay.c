@@ -19,6 +19,9 @@
 /* origin bytes one event may read: a fast origin whose response goes to
  * the temporary file would otherwise keep the worker until the end */
 #define WEIR_HTTP_UPSTREAM_READ_BUDGET  (128 * 1024)
+/* the smallest buffer read into for the rest of a body of known length */
+#define WEIR_HTTP_UPSTREAM_MIN_RAW  256
+
 /* memory buffers one readv() of the origin fills at most */
 #define WEIR_HTTP_UPSTREAM_READV        16
 
@@ -453,7 +456,8 @@ weir_http_upstream_head_done(weir_http_upstream_t *u)
     ctx->raws[0].buf = b;
     ctx->raws[0].head = 1;
     ctx->nraws = 1;
-    ctx->read_full = (b->last == b->end);
+    /* a parsed head leaves u->buffer empty (none allocated) */
+    ctx->read_full = (b->start && b->last == b->end);
 
     cc->log->action = "reading upstream";
 
@@ -719,6 +723,7 @@ weir_http_upstream_spill(weir_http_upstream_t *u, unsigned char *start,
 static weir_buf_t *
 weir_http_upstream_read_buf(weir_http_upstream_t *u, weir_uint_t spill)
 {
+    size_t                     size;
     weir_uint_t                i;
     weir_buf_t                *b;
     weir_http_upstream_raw_t  *raw;
@@ -743,7 +748,18 @@ weir_http_upstream_read_buf(weir_http_upstream_t *u, weir_uint_t spill)
     }
 
     if (ctx->nraws <= ctx->maxraws) {
-        b = weir_create_temp_buf(u->request->pool, ctx->raw_size);
+        size = ctx->raw_size;
+
+        if (u->length >= 0 && u->length < (off_t) size) {
+            /* the rest of a body of known length fits in less: a small
+             * response holds a small buffer (one byte more, for the
+             * read that sees the end) */
+            size = weir_min(weir_max((size_t) u->length + 1,
+                                     (size_t) WEIR_HTTP_UPSTREAM_MIN_RAW),
+                            ctx->raw_size);
+        }
+
+        b = weir_create_temp_buf(u->request->pool, size);
         if (b == NULL) {
             return NULL;
         }

@@ -639,6 +639,12 @@ weir_http_v2_up_input_filter(weir_http_upstream_t *u, weir_buf_t *b)
             if (weir_http_upstream_emit(u, b, b->pos, b->last) != WEIR_OK) {
                 return WEIR_ERROR;
             }
+
+            if (u->length > 0) {
+                /* what is still to come, as for HTTP/1.1 (nghttp2 holds
+                 * the origin to its content-length) */
+                u->length -= weir_min(u->length, (off_t) (b->last - b->pos));
+            }
         }
 
         b->pos = b->last;
