@@ -231,6 +231,7 @@ static weir_int_t
 weir_http_upstream_session_find(weir_http_upstream_session_peer_t *sp,
     weir_peer_connection_t *pc)
 {
+    weir_uint_t                         room;
     weir_queue_t                       *q, *next;
     weir_connection_t                  *fc;
     weir_http_upstream_session_t       *s;
@@ -281,6 +282,9 @@ weir_http_upstream_session_find(weir_http_upstream_session_peer_t *sp,
         return WEIR_OK;
     }
 
+    room = weir_min((weir_uint_t) WEIR_HTTP_UPSTREAM_SESSION_ROOM,
+                    sp->upstream->conf->http2_max_streams);
+
     for (q = weir_queue_head(&sp->pool->opening);
          q != weir_queue_sentinel(&sp->pool->opening);
          q = weir_queue_next(q))
@@ -298,9 +302,7 @@ weir_http_upstream_session_find(weir_http_upstream_session_peer_t *sp,
             continue;
         }
 
-        if (op->nwaiters + 1 >= weir_min(WEIR_HTTP_UPSTREAM_SESSION_ROOM,
-                                         sp->upstream->conf->http2_max_streams))
-        {
+        if (op->nwaiters + 1 >= room) {
             continue;
         }
 
