@@ -377,6 +377,9 @@ struct weir_http_upstream_session_s {
     size_t                             key_len;
     unsigned char                      key[WEIR_PEER_KEY_MAX];
     unsigned                           draining:1;  /* no new stream */
+    unsigned                           broken:1;    /* the connection
+                                                       failed (the
+                                                       protocol sets it) */
     unsigned                           failed:1;    /* one failure was
                                                        counted for it */
 };
@@ -387,10 +390,6 @@ struct weir_http_upstream_session_s {
  * protocol frees its session once it is gone and no stream is open.
  */
 void weir_http_upstream_session_drain(weir_http_upstream_session_t *s);
-/* a failure of the session reported by the first of its streams only
- * (passive health counts a session once): returns 1 the first time */
-weir_uint_t weir_http_upstream_session_failure(
-    weir_http_upstream_session_t *s);
 
 
 /* ---- peers and balancers -------------------------------------------- */

@@ -106,6 +106,8 @@ static void weir_http_upstream_session_wake_all(
 static void weir_http_upstream_session_unpark(
     weir_http_upstream_session_peer_t *sp);
 static void weir_http_upstream_session_wait_handler(weir_event_t *ev);
+static weir_uint_t weir_http_upstream_session_failure(
+    weir_http_upstream_session_t *s);
 
 
 /* requests without a group (proxy_pass to an address made of variables
@@ -604,8 +606,11 @@ weir_http_upstream_session_free(weir_peer_connection_t *pc, void *data,
     }
 
     if (s && pc->connection) {
-        if ((state & WEIR_PEER_FAILED) && s->failed) {
-            /* the session failed and one stream told the balancer */
+        if ((state & WEIR_PEER_FAILED) && s->broken
+            && !weir_http_upstream_session_failure(s))
+        {
+            /* the session's connection failed and one stream told the
+             * balancer: passive health counts a session once */
             state &= ~WEIR_PEER_FAILED;
         }
 
@@ -690,7 +695,10 @@ weir_http_upstream_session_drain(weir_http_upstream_session_t *s)
 }
 
 
-weir_uint_t
+/* a failure of the broken session s, reported by the first of its
+ * streams only: 1 the first time */
+
+static weir_uint_t
 weir_http_upstream_session_failure(weir_http_upstream_session_t *s)
 {
     if (s->failed) {

@@ -17,8 +17,8 @@ For GETs only the stream that opened the session tells round robin it
 failed: the K - 1 that joined it are retried once on the same peer
 (weir_http_upstream_cached_retry), which the balancer never hears of.
 Streams that cannot be resent (a streamed request body) each report
-their failure; the last test shows that those are counted once per
-stream today (xfail, strict: it passes, and so fails, once fixed)."""
+their failure to the balancer; the last test shows that the session's
+failure is still counted once."""
 
 import concurrent.futures
 import socket
@@ -273,9 +273,6 @@ def test_contrast_max_fails_1_takes_a_out(weir, origins):
     assert rotation(port) == [(200, b"B")] * 4
 
 
-@pytest.mark.xfail(strict=True, reason="weir counts this session failure "
-                   "once per stream: weir_http_upstream_session_failure() "
-                   "has no caller, so s->failed is never set")
 def test_streams_that_cannot_be_retried_count_once(weir, origins,
                                                     tmp_path):
     """Streams whose failure does reach the balancer: a streamed request

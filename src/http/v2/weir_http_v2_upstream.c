@@ -1479,6 +1479,7 @@ weir_http_v2_up_fail(weir_http_v2_up_t *h2, const char *reason)
     }
 
     h2->dead = 1;
+    h2->s.broken = 1;
 
     /* an idle session an origin closes, or one that ends after a
      * GOAWAY, is no news */
