@@ -1,7 +1,9 @@
 /*
  * weir_probe_client.h: what the client's HTTP/1 half (weir_probe_client.c)
- * shares with its HTTP/2 half (weir_probe_client_h2.c): the options, the
- * figures, the connection and its byte movers, the report.
+ * shares with its HTTP/2 half (weir_probe_client_h2.c), its byte movers
+ * (weir_probe_client_io.c) and its report (weir_probe_client_report.c):
+ * the options, the figures, the connection and its byte movers, the
+ * report.
  */
 
 #ifndef _WEIR_PROBE_CLIENT_H_INCLUDED_
@@ -173,7 +175,22 @@ extern uint64_t                      probe_timeout_ns;
 extern uint64_t                      probe_next_url;
 extern volatile sig_atomic_t         probe_stop;
 
+extern const probe_proto_t           probe_h1_proto;
+
 int probe_h1_connect(probe_conn_t *c);
+
+/*
+ * the byte movers (weir_probe_client_io.c); probe_tls_init() makes the
+ * one TLS context (ALPN h2 or http/1.1) on its first call, later calls
+ * keep it
+ */
+extern const probe_io_t              probe_plain_io;
+#if (WEIR_HAVE_OPENSSL)
+extern const probe_io_t              probe_tls_io;
+int probe_tls_init(int h2);
+#endif
+
+/* the report, text or CSV (weir_probe_client_report.c) */
 void probe_report(probe_client_conf_t *cf, probe_stats_t *st,
     double elapsed, double cpu_user, double cpu_sys);
 
