@@ -15,23 +15,8 @@ import time
 import pytest
 
 import tlspki
-from h2origin import H2Origin
-from test_proxy_h2 import CURL, curl, start, status_of
+from test_proxy_h2 import CURL, curl, h2o, start, status_of  # noqa: F401
 from weirtest import DEADLINE, wait_for
-
-
-@pytest.fixture
-def h2o():
-    made = []
-
-    def make(**kw):
-        o = H2Origin(**kw)
-        made.append(o)
-        return o
-
-    yield make
-    for o in made:
-        o.close()
 
 
 def tls_origin(h2o, pki, **kw):
@@ -64,19 +49,25 @@ def test_burst_waits_for_the_session_being_opened(weir, h2o, pki, cap,
     assert len(o.requests) == 20
 
 
-def test_opener_failure_fails_the_waiters_counted_once(weir, h2o, pki):
-    """A fails its handshake: the requests waiting for its session go to
-    B with the one that opened it, and A has one failure, not one per
-    request (max_fails=2: still in rotation, tried again)."""
+def failing_pair(weir, h2o, pki, max_fails):
+    """A (its handshake fails after 0.5 s) and B, round robin."""
     a = tls_origin(h2o, pki, handshake_delay=0.5, fail_handshake=True)
     b = tls_origin(h2o, pki)
     port = start(weir, "https://up",
                  http="    upstream up {\n"
-                      "        server %s max_fails=2 fail_timeout=30s;\n"
+                      "        server %s max_fails=%d fail_timeout=30s;\n"
                       "        server %s;\n"
-                      "    }\n" % (a.addr, b.addr),
+                      "    }\n" % (a.addr, max_fails, b.addr),
                  location="proxy_ssl_verify off;\n",
                  preamble=tlspki.ssl_preamble())
+    return a, port
+
+
+def test_opener_failure_fails_the_waiters_counted_once(weir, h2o, pki):
+    """A fails its handshake: the requests waiting for its session go to
+    B with the one that opened it, and A has one failure, not one per
+    request (max_fails=2: still in rotation, tried again)."""
+    a, port = failing_pair(weir, h2o, pki, 2)
     out = burst(port, 10)
     assert [p.stdout for p in out] == [b"tiny over h2\n"] * 10
     assert a.connections == 1
@@ -91,15 +82,7 @@ def test_opener_failure_fails_the_waiters_counted_once(weir, h2o, pki):
 def test_opener_failure_max_fails_1_takes_the_peer_out(weir, h2o, pki):
     """The contrast: with max_fails=1 the same failure takes A out for
     fail_timeout, so it is not tried again."""
-    a = tls_origin(h2o, pki, handshake_delay=0.5, fail_handshake=True)
-    b = tls_origin(h2o, pki)
-    port = start(weir, "https://up",
-                 http="    upstream up {\n"
-                      "        server %s max_fails=1 fail_timeout=30s;\n"
-                      "        server %s;\n"
-                      "    }\n" % (a.addr, b.addr),
-                 location="proxy_ssl_verify off;\n",
-                 preamble=tlspki.ssl_preamble())
+    a, port = failing_pair(weir, h2o, pki, 1)
     out = burst(port, 10)
     assert [p.stdout for p in out] == [b"tiny over h2\n"] * 10
     for i in range(4):
