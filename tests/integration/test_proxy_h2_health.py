@@ -33,6 +33,7 @@ import h2.events
 import h2.exceptions
 import pytest
 
+import test_proxy_h2 as proxy_h2
 from weirtest import DEADLINE, wait_for
 
 K = 6           # streams open at once on A's session when A cuts it
@@ -177,37 +178,18 @@ def origins():
 
 
 def start(weir, a, b, max_fails, location=""):
-    port = weir.port()
-    weir.conf("worker_processes 1;\n"
-              "http {\n"
-              "    log_format up '$request_uri $status $upstream_addr "
-              "$upstream_status';\n"
-              "    access_log logs/access.log up;\n"
-              "    upstream both {\n"
-              "        server %s max_fails=%d fail_timeout=30s;\n"
-              "        server %s max_fails=%d fail_timeout=30s;\n"
-              "    }\n"
-              "    proxy_connect_timeout 3s;\n"
-              "    proxy_read_timeout 5s;\n"
-              "    server {\n"
-              "        listen 127.0.0.1:%d;\n"
-              "        location / {\n"
-              "            proxy_http_version 2;\n"
-              "            proxy_pass http://both;\n"
-              "            proxy_next_upstream error timeout;\n"
-              "%s"
-              "        }\n"
-              "    }\n"
-              "}\n" % (a.addr, max_fails, b.addr, max_fails, port,
-                        location))
-    weir.start(check_ports=False)
-
-    def up():
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-
-    wait_for(up, what="the HTTP port to accept")
-    return port
+    """test_proxy_h2's weir, proxying to the group of A and B."""
+    return proxy_h2.start(
+        weir, "http://both",
+        http="    log_format up '$request_uri $status $upstream_addr "
+             "$upstream_status';\n"
+             "    access_log logs/access.log up;\n"
+             "    upstream both {\n"
+             "        server %s max_fails=%d fail_timeout=30s;\n"
+             "        server %s max_fails=%d fail_timeout=30s;\n"
+             "    }\n" % (a.addr, max_fails, b.addr, max_fails),
+        location="            proxy_next_upstream error timeout;\n"
+                 + location)
 
 
 def get(port, path, args=()):
