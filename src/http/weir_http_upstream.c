@@ -32,6 +32,8 @@ static void weir_http_upstream_ssl_handshake(weir_http_upstream_t *u);
  * inside it is not at the top of an event handler (the worker is single
  * threaded; a flag in u could be freed by the time the hook returns) */
 static weir_uint_t  weir_http_upstream_in_handshake_call;
+static weir_int_t weir_http_upstream_own(weir_http_upstream_t *u,
+    weir_connection_t *c);
 static void weir_http_upstream_take_connection(weir_http_upstream_t *u,
     weir_connection_t *c);
 static void weir_http_upstream_free_peer(weir_http_upstream_t *u,
@@ -493,15 +495,9 @@ weir_http_upstream_connect(weir_http_upstream_t *u)
 
     c = u->peer.connection;
 
-    if (c->pool == NULL) {
-        c->pool = weir_create_pool(128, r->connection->log);
-        if (c->pool == NULL) {
-            weir_http_upstream_finalize(u, WEIR_HTTP_INTERNAL_SERVER_ERROR);
-            return;
-        }
+    if (weir_http_upstream_own(u, c) != WEIR_OK) {
+        return;
     }
-
-    weir_http_upstream_take_connection(u, c);
 
     if (rc == WEIR_AGAIN) {
         ctx->connecting = 1;
@@ -525,7 +521,7 @@ void
 weir_http_upstream_session_resume(weir_http_upstream_t *u, weir_int_t rc,
     weir_uint_t ft)
 {
-    weir_connection_t         *c, *cc;
+    weir_connection_t         *cc;
     weir_http_upstream_ctx_t  *ctx;
 
     ctx = u->pipe;
@@ -538,19 +534,10 @@ weir_http_upstream_session_resume(weir_http_upstream_t *u, weir_int_t rc,
     switch (rc) {
 
     case WEIR_OK:
-        c = u->peer.connection;
-
-        if (c->pool == NULL) {
-            c->pool = weir_create_pool(128, cc->log);
-            if (c->pool == NULL) {
-                weir_http_upstream_finalize(u,
-                                            WEIR_HTTP_INTERNAL_SERVER_ERROR);
-                break;
-            }
+        if (weir_http_upstream_own(u, u->peer.connection) == WEIR_OK) {
+            weir_http_upstream_connected(u);
         }
 
-        weir_http_upstream_take_connection(u, c);
-        weir_http_upstream_connected(u);
         break;
 
     case WEIR_DECLINED:
@@ -564,6 +551,26 @@ weir_http_upstream_session_resume(weir_http_upstream_t *u, weir_int_t rc,
     }
 
     weir_http_run_posted_requests(cc);
+}
+
+
+/* the attempt's connection c becomes the request's (a pool of its own,
+ * the core's handlers); WEIR_ERROR: the request is finalized */
+
+static weir_int_t
+weir_http_upstream_own(weir_http_upstream_t *u, weir_connection_t *c)
+{
+    if (c->pool == NULL) {
+        c->pool = weir_create_pool(128, u->request->connection->log);
+        if (c->pool == NULL) {
+            weir_http_upstream_finalize(u, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+            return WEIR_ERROR;
+        }
+    }
+
+    weir_http_upstream_take_connection(u, c);
+
+    return WEIR_OK;
 }
 
 
