@@ -23,8 +23,8 @@ An Upgrade request without "Upgrade: websocket", a Connection with the
 must be masked (RFC 6455 5.1): an unmasked one gets close 1002.
 
 WsClient speaks the client side over a connected socket: handshake()
-(checks 101 and Sec-WebSocket-Accept), send() with masking, recv_frame(),
-recv_message(), close().
+(checks a 101's Upgrade, Connection and Sec-WebSocket-Accept), send()
+with masking, recv_frame(), recv_message(), close().
 """
 
 import base64
@@ -379,6 +379,9 @@ class WsClient:
         self.status = int(line.split(" ")[1])
         self.headers = headers
         if self.status == 101:
+            # what a browser checks (RFC 6455 4.1)
+            assert headers.get("upgrade", "").lower() == "websocket", headers
+            assert "upgrade" in headers.get("connection", "").lower(), headers
             got = headers.get("sec-websocket-accept")
             assert got == accept_key(key), (
                 "Sec-WebSocket-Accept %r, expected %r" % (got,

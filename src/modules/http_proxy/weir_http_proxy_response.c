@@ -167,7 +167,12 @@ weir_http_proxy_process_header(weir_http_request_t *r)
             continue;
         }
 
-        if (weir_http_upstream_hop_by_hop(&h[i], hi->connection)) {
+        /* a 101's Upgrade names the protocol the client is switched to
+         * (RFC 9110 7.8): it goes on, the rest of hop-by-hop does not */
+        if (weir_http_upstream_hop_by_hop(&h[i], hi->connection)
+            && !(h[i].token == WEIR_HTTP_HDR_UPGRADE
+                 && hi->status_n == WEIR_HTTP_SWITCHING_PROTOCOLS))
+        {
             continue;
         }
 
