@@ -8,7 +8,10 @@
  * The upstream core (weir_http_upstream.c): the Upgrade tunnel. After a
  * 101 the request's two connections (the origin's, and the client's
  * through its protocol's tunnel hooks) exchange bytes both ways until
- * both directions have ended or the idle timer fires.
+ * both directions have ended or the idle timer fires. The origin's may
+ * be a stream connection (a WebSocket over an HTTP/2 origin's Extended
+ * CONNECT): its bytes are the stream's DATA, its half-close the
+ * protocol's request_done.
  */
 
 
@@ -16,6 +19,7 @@
 typedef struct {
     weir_connection_t           *c;
     weir_http_request_t         *r;
+    weir_http_upstream_t        *u;
 } weir_http_upstream_end_t;
 
 
@@ -103,10 +107,13 @@ weir_http_upstream_start_tunnel(weir_http_upstream_t *u)
     }
 
     /* what the origin sent after its 101 goes to the client first; what
-     * the client sent after its request head goes to the origin */
-    ctx->down->last = weir_cpymem(ctx->down->last, u->buffer.pos,
+     * the client sent after its request head goes to the origin (a
+     * session's stream has no u->buffer: its DATA waits in the stream) */
+    if (u->buffer.pos != u->buffer.last) {
+        ctx->down->last = weir_cpymem(ctx->down->last, u->buffer.pos,
                                   (size_t) (u->buffer.last - u->buffer.pos));
-    u->buffer.pos = u->buffer.last;
+        u->buffer.pos = u->buffer.last;
+    }
 
     if (preread.len) {
         ctx->up->last = weir_cpymem(ctx->up->last, preread.data,
@@ -161,6 +168,16 @@ weir_http_upstream_end_half_close(weir_http_upstream_end_t *e)
 {
     if (e->r) {
         return e->r->proto->tunnel->half_close(e->r);
+    }
+
+    if (weir_http_upstream_is_stream(e->c)) {
+        /* a stream of a session (RFC 8441): the client's side is all
+         * sent, the stream's END_STREAM follows what is queued */
+        if (e->u->proto->request_done) {
+            e->u->proto->request_done(e->u);
+        }
+
+        return WEIR_OK;
     }
 
     return weir_connection_half_close(e->c);
@@ -276,8 +293,10 @@ weir_http_upstream_tunnel(weir_http_request_t *r)
 
     origin.c = c;
     origin.r = NULL;
+    origin.u = u;
     client.c = cc;
     client.r = r;
+    client.u = u;
 
     if (ctx->finalized) {
         return;

@@ -25,7 +25,9 @@ Paths:
                    ones answer "retried after the GOAWAY"
 It counts connections and requests; every request's headers are kept.
 handshake_delay: seconds each connection waits before its TLS handshake
-(a slow origin to open); fail_handshake: then it closes instead."""
+(a slow origin to open); fail_handshake: then it closes instead.
+conn: the class that speaks HTTP/2 on each connection (Conn, or a
+subclass with more paths); settings: the SETTINGS it sends first."""
 
 import socket
 import ssl
@@ -38,13 +40,17 @@ import h2.connection
 import h2.errors
 import h2.events
 import h2.exceptions
+import h2.settings
 import hyperframe.frame
 
 
 class H2Origin:
     def __init__(self, cert=None, key=None, alpn=("h2",), h1=False,
-                 handshake_delay=0.0, fail_handshake=False):
+                 handshake_delay=0.0, fail_handshake=False, conn=None,
+                 settings=None):
         self.h1 = h1
+        self.conn_class = conn or Conn
+        self.settings = settings or {}
         self.handshake_delay = handshake_delay
         self.fail_handshake = fail_handshake
         if h1 and alpn == ("h2",):
@@ -112,9 +118,9 @@ class H2Origin:
                 if first != PREFACE[:len(first)] or len(first) < 24:
                     H1Conn(self, s, first).run()
                     return
-                Conn(self, s, first).run()
+                self.conn_class(self, s, first).run()
                 return
-            Conn(self, s).run()
+            self.conn_class(self, s).run()
         except (OSError, ssl.SSLError, h2.exceptions.ProtocolError) as e:
             self.errors.append(repr(e))
         finally:
@@ -265,6 +271,9 @@ class Conn:
             self.s.sendall(data)
 
     def run(self):
+        if self.o.settings:
+            self.h2.local_settings = h2.settings.Settings(
+                client=False, initial_values=self.o.settings)
         self.h2.initiate_connection()
         self.flush()
         data = self.first_data

@@ -4,6 +4,10 @@
 #include "weir_http.h"
 #include "weir_http_v2.h"
 
+#ifdef WEIR_HAVE_OPENSSL
+#include <openssl/evp.h>
+#endif
+
 /*
  * HTTP/2 to origins: the session layer's second protocol (the first is
  * HTTP/1.1, which needs none). docs/dev/upstream.md, "Sessions".
@@ -28,6 +32,11 @@
  * queue that the stream's data provider empties as the origin's window
  * allows; a full queue is EAGAIN to the core, which then stops reading
  * the client's body.
+ *
+ * A WebSocket handshake from an HTTP/1.1 client (an Upgrade request the
+ * location passes on) becomes an Extended CONNECT (RFC 8441): the
+ * stream opens once the origin's SETTINGS allow it, its 2xx becomes the
+ * client's 101, and the core's Upgrade tunnel moves the stream's DATA.
  */
 
 
@@ -82,6 +91,8 @@ struct weir_http_v2_up_s {
                                                    or closed */
     unsigned                       goaway:1;    /* one came or went */
     unsigned                       closed:1;    /* the socket is gone */
+    unsigned                       settings_in:1;   /* the origin's first
+                                                       SETTINGS came */
 };
 
 
@@ -133,6 +144,9 @@ struct weir_http_v2_ups_s {
                                                        response */
     unsigned                       reset_in:1;      /* the origin's
                                                        RST_STREAM */
+    unsigned                       waiting:1;       /* an Extended CONNECT
+                                                       for the origin's
+                                                       SETTINGS */
 };
 
 
@@ -142,10 +156,17 @@ typedef struct {
     size_t                         nvlen;
     off_t                          framed;  /* body bytes encoded */
     weir_http_v2_ups_t            *stream;  /* of the current attempt */
+    weir_str_t                     ws_key;  /* the client's
+                                               Sec-WebSocket-Key */
+    unsigned                       websocket:1; /* an Extended CONNECT */
 } weir_http_v2_up_ctx_t;
 
 
 static weir_int_t weir_http_v2_up_create_request(weir_http_upstream_t *u);
+static weir_int_t weir_http_v2_up_websocket(weir_http_upstream_t *u,
+    weir_http_v2_up_ctx_t *ctx);
+static weir_int_t weir_http_v2_up_switch(weir_http_upstream_t *u,
+    weir_http_v2_up_ctx_t *ctx);
 static weir_int_t weir_http_v2_up_encode_body(weir_http_upstream_t *u,
     weir_chain_t *in, weir_chain_t **out);
 static void weir_http_v2_up_reinit(weir_http_upstream_t *u);
@@ -167,6 +188,8 @@ static weir_uint_t weir_http_v2_up_has_room(weir_http_upstream_session_t *s,
     weir_http_upstream_t *u);
 static void weir_http_v2_up_close(weir_http_upstream_session_t *s);
 
+static weir_int_t weir_http_v2_up_submit(weir_http_v2_ups_t *st);
+static void weir_http_v2_up_submit_waiting(weir_http_v2_up_t *h2);
 static void weir_http_v2_up_read_handler(weir_event_t *rev);
 static void weir_http_v2_up_write_handler(weir_event_t *wev);
 static void weir_http_v2_up_post_write(weir_http_v2_up_t *h2);
@@ -297,10 +320,7 @@ weir_http_v2_up_create_request(weir_http_upstream_t *u)
 
     u->proto_ctx = ctx;
 
-    if (u->req.upgrade) {
-        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
-                       "an Upgrade request cannot go to an HTTP/2 "
-                       "upstream");
+    if (u->req.upgrade && weir_http_v2_up_websocket(u, ctx) != WEIR_OK) {
         return WEIR_ERROR;
     }
 
@@ -312,7 +332,7 @@ weir_http_v2_up_create_request(weir_http_upstream_t *u)
         return WEIR_ERROR;
     }
 
-    n = 6;
+    n = 7;
 
     part = &u->req.headers.part;
 
@@ -335,6 +355,17 @@ weir_http_v2_up_create_request(weir_http_upstream_t *u)
     /* the scheme of the connection to the origin */
     nv[-3].value = (uint8_t *) (u->ssl ? "https" : "http");
     nv[-3].valuelen = u->ssl ? 5 : 4;
+
+    if (ctx->websocket) {
+        nv[-4].value = (uint8_t *) "CONNECT";
+        nv[-4].valuelen = 7;
+        nv->name = (uint8_t *) ":protocol";
+        nv->namelen = 9;
+        nv->value = (uint8_t *) "websocket";
+        nv->valuelen = 9;
+        nv->flags = NGHTTP2_NV_FLAG_NONE;
+        nv++;
+    }
 
     part = &u->req.headers.part;
     h = part->elts;
@@ -361,8 +392,11 @@ weir_http_v2_up_create_request(weir_http_upstream_t *u)
                                            (unsigned char *) "host", 4) == 0)
                    || (h[i].key.len == 14
                        && weir_strncasecmp(h[i].key.data,
-                              (unsigned char *) "content-length", 14) == 0))
+                              (unsigned char *) "content-length", 14) == 0)
+                   || (ctx->websocket && h[i].value.data == ctx->ws_key.data))
         {
+            /* (an HTTP/2 WebSocket has no Sec-WebSocket-Key: weir
+             * answers the client's, RFC 8441 5) */
             continue;
         }
 
@@ -419,6 +453,89 @@ weir_http_v2_up_create_request(weir_http_upstream_t *u)
     u->request_bufs = NULL;
 
     return WEIR_OK;
+}
+
+
+/*
+ * An Upgrade request the location passes on. A WebSocket handshake (GET
+ * with "Upgrade: websocket", a Sec-WebSocket-Key and no body) goes as an
+ * Extended CONNECT (RFC 8441 5); any other Upgrade is left out, as an
+ * origin may ignore one (RFC 9110 7.8), and the request goes as it is.
+ */
+
+static weir_int_t
+weir_http_v2_up_websocket(weir_http_upstream_t *u, weir_http_v2_up_ctx_t *ctx)
+{
+    weir_uint_t          i;
+    weir_str_t          *upgrade, *key;
+    weir_list_part_t    *part;
+    weir_http_header_t  *h;
+
+    upgrade = NULL;
+    key = NULL;
+
+    part = &u->req.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0) {
+            continue;
+        }
+
+        if (h[i].key.len == sizeof("upgrade") - 1
+            && weir_strncasecmp(h[i].key.data, (unsigned char *) "upgrade",
+                                h[i].key.len) == 0)
+        {
+            upgrade = &h[i].value;
+
+        } else if (h[i].key.len == sizeof("sec-websocket-key") - 1
+                   && weir_strncasecmp(h[i].key.data,
+                                       (unsigned char *) "sec-websocket-key",
+                                       h[i].key.len) == 0)
+        {
+            key = &h[i].value;
+        }
+    }
+
+    u->req.upgrade = 0;
+
+    if (upgrade == NULL || key == NULL || key->len == 0
+        || upgrade->len != sizeof("websocket") - 1
+        || weir_strncasecmp(upgrade->data, (unsigned char *) "websocket",
+                            upgrade->len) != 0
+        || u->req.method != WEIR_HTTP_GET || u->req.has_body)
+    {
+        weir_log_error(WEIR_LOG_INFO, u->request->connection->log, 0,
+                       "an Upgrade other than a WebSocket handshake is not "
+                       "passed to an HTTP/2 upstream");
+        return WEIR_OK;
+    }
+
+#ifdef WEIR_HAVE_OPENSSL
+    u->req.upgrade = 1;
+    ctx->websocket = 1;
+    ctx->ws_key = *key;
+
+    return WEIR_OK;
+#else
+    (void) ctx;
+
+    weir_log_error(WEIR_LOG_ERR, u->request->connection->log, 0,
+                   "a WebSocket to an HTTP/2 upstream needs weir built "
+                   "with OpenSSL (for Sec-WebSocket-Accept)");
+    return WEIR_ERROR;
+#endif
 }
 
 
@@ -490,7 +607,10 @@ weir_http_v2_up_request_done(weir_http_upstream_t *u)
     ctx = u->proto_ctx;
     st = ctx->stream;
 
-    if (st == NULL || st->body_eof || !u->req.has_body) {
+    /* a WebSocket's request is done when the tunnel's client side is */
+    if (st == NULL || st->body_eof
+        || (ctx->websocket ? !u->upgrade : !u->req.has_body))
+    {
         return;
     }
 
@@ -581,6 +701,10 @@ weir_http_v2_up_process_header(weir_http_upstream_t *u)
 
     st->final_head = 1;
 
+    if (ctx->websocket && u->headers_in.status_n / 100 == 2) {
+        return weir_http_v2_up_switch(u, ctx);
+    }
+
     if (st->end_in && st->in == NULL && st->heads == NULL
         && !st->has_trailers)
     {
@@ -598,6 +722,87 @@ weir_http_v2_up_process_header(weir_http_upstream_t *u)
     }
 
     return WEIR_OK;
+}
+
+
+/*
+ * The origin took the Extended CONNECT: for the HTTP/1.1 client, a 101
+ * with "Upgrade: websocket" and the Sec-WebSocket-Accept of its key
+ * (RFC 6455 4.2.2); the core's Upgrade tunnel does the rest.
+ */
+
+static weir_int_t
+weir_http_v2_up_switch(weir_http_upstream_t *u, weir_http_v2_up_ctx_t *ctx)
+{
+#ifdef WEIR_HAVE_OPENSSL
+    size_t                            i;
+    weir_uint_t                       hash;
+    unsigned int                      len;
+    unsigned char                    *p, md[EVP_MAX_MD_SIZE];
+    weir_http_header_t               *h;
+    weir_http_upstream_headers_in_t  *hi;
+    static const char                 guid[] =
+                                      "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+    static const char                *names[] = { "upgrade",
+                                                  "sec-websocket-accept" };
+
+    hi = &u->headers_in;
+
+    p = weir_pnalloc(u->request->pool, ctx->ws_key.len + sizeof(guid) + 32);
+    if (p == NULL) {
+        return WEIR_ERROR;
+    }
+
+    weir_memcpy(weir_cpymem(p, ctx->ws_key.data, ctx->ws_key.len), guid,
+                sizeof(guid) - 1);
+
+    if (EVP_Digest(p, ctx->ws_key.len + sizeof(guid) - 1, md, &len,
+                   EVP_sha1(), NULL) == 0 || len != 20)
+    {
+        weir_log_error(WEIR_LOG_ALERT, u->request->connection->log, 0,
+                       "EVP_Digest(SHA-1) failed");
+        return WEIR_ERROR;
+    }
+
+    /* the 28 characters of base64 after the key: p's spare room */
+    p += ctx->ws_key.len;
+    (void) EVP_EncodeBlock(p, md, 20);
+
+    for (i = 0; i < 2; i++) {
+        h = weir_list_push(&hi->headers);
+        if (h == NULL) {
+            return WEIR_ERROR;
+        }
+
+        h->key.data = (unsigned char *) names[i];
+        h->key.len = weir_strlen(names[i]);
+        h->lowcase_key = h->key.data;
+        hash = weir_hash_key(h->key.data, h->key.len);
+        h->hash = hash ? hash : 1;
+        h->token = weir_http_header_token(h->lowcase_key, h->key.len, hash);
+        h->next = NULL;
+
+        if (i == 0) {
+            weir_str_set(&h->value, "websocket");
+            hi->upgrade = h;
+
+        } else {
+            h->value.data = p;
+            h->value.len = 28;
+        }
+    }
+
+    hi->status_n = WEIR_HTTP_SWITCHING_PROTOCOLS;
+    weir_str_null(&hi->status_line);
+    hi->content_length_n = -1;
+
+    return WEIR_OK;
+#else
+    (void) u;
+    (void) ctx;
+
+    return WEIR_ERROR;
+#endif
 }
 
 
@@ -1234,13 +1439,11 @@ static weir_connection_t *
 weir_http_v2_up_open_stream(weir_http_upstream_session_t *s,
     weir_http_upstream_t *u)
 {
-    int32_t                 id;
     weir_connection_t      *fc, *c;
     weir_http_v2_up_t      *h2;
     weir_http_v2_ups_t     *st;
     weir_http_request_t    *r;
     weir_http_v2_up_ctx_t  *ctx;
-    nghttp2_data_provider   prd, *dp;
 
     h2 = (weir_http_v2_up_t *) s;
     r = u->request;
@@ -1286,24 +1489,15 @@ weir_http_v2_up_open_stream(weir_http_upstream_session_t *s,
     st->wev.ready = 1;
     st->wev.index = WEIR_INVALID_INDEX;
 
-    dp = NULL;
+    if (ctx->websocket && !h2->settings_in) {
+        /* an Extended CONNECT waits for the origin's SETTINGS to allow
+         * it (RFC 8441 3) */
+        st->waiting = 1;
 
-    if (u->req.has_body) {
-        prd.source.ptr = st;
-        prd.read_callback = weir_http_v2_up_read_data;
-        dp = &prd;
-    }
-
-    id = nghttp2_submit_request(h2->session, NULL, ctx->nva, ctx->nvlen, dp,
-                                st);
-    if (id < 0) {
-        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
-                       "nghttp2_submit_request() failed: %s",
-                       nghttp2_strerror(id));
+    } else if (weir_http_v2_up_submit(st) != WEIR_OK) {
         return NULL;
     }
 
-    st->id = id;
     ctx->stream = st;
 
     weir_queue_insert_tail(&h2->streams, &st->queue);
@@ -1312,6 +1506,88 @@ weir_http_v2_up_open_stream(weir_http_upstream_session_t *s,
     weir_http_v2_up_post_write(h2);
 
     return fc;
+}
+
+
+/* the stream's HEADERS, with a data provider for a body or a tunnel */
+
+static weir_int_t
+weir_http_v2_up_submit(weir_http_v2_ups_t *st)
+{
+    int32_t                 id;
+    weir_log_t             *log;
+    weir_http_upstream_t   *u;
+    weir_http_v2_up_ctx_t  *ctx;
+    nghttp2_data_provider   prd, *dp;
+
+    u = st->upstream;
+    ctx = u->proto_ctx;
+    log = u->request->connection->log;
+
+    if (ctx->websocket
+        && nghttp2_session_get_remote_settings(st->h2->session,
+               NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL) == 0)
+    {
+        weir_log_error(WEIR_LOG_ERR, log, 0,
+                       "upstream does not take WebSocket over HTTP/2: its "
+                       "SETTINGS have no ENABLE_CONNECT_PROTOCOL "
+                       "(RFC 8441)");
+        return WEIR_ERROR;
+    }
+
+    dp = NULL;
+
+    if (u->req.has_body || ctx->websocket) {
+        prd.source.ptr = st;
+        prd.read_callback = weir_http_v2_up_read_data;
+        dp = &prd;
+    }
+
+    id = nghttp2_submit_request(st->h2->session, NULL, ctx->nva, ctx->nvlen,
+                                dp, st);
+    if (id < 0) {
+        weir_log_error(WEIR_LOG_ERR, log, 0,
+                       "nghttp2_submit_request() failed: %s",
+                       nghttp2_strerror(id));
+        return WEIR_ERROR;
+    }
+
+    st->id = id;
+
+    return WEIR_OK;
+}
+
+
+/* the origin's first SETTINGS came: the Extended CONNECTs that waited
+ * for it go, or fail (502) if it does not allow them */
+
+static void
+weir_http_v2_up_submit_waiting(weir_http_v2_up_t *h2)
+{
+    weir_queue_t        *q;
+    weir_http_v2_ups_t  *st;
+
+    for (q = weir_queue_head(&h2->streams);
+         q != weir_queue_sentinel(&h2->streams);
+         q = weir_queue_next(q))
+    {
+        st = weir_queue_data(q, weir_http_v2_ups_t, queue);
+
+        if (!st->waiting) {
+            continue;
+        }
+
+        st->waiting = 0;
+
+        if (!st->failed && weir_http_v2_up_submit(st) != WEIR_OK) {
+            /* logged: the core answers 502 */
+            st->invalid = 1;
+            st->failed = 1;
+            weir_http_v2_up_wake(st, 0);
+        }
+    }
+
+    weir_http_v2_up_post_write(h2);
 }
 
 
@@ -1331,7 +1607,7 @@ weir_http_v2_up_close_stream(weir_http_upstream_session_t *s,
     fc->data = NULL;
 
     if (h2->session) {
-        if (!st->closed) {
+        if (!st->closed && !st->waiting) {
             /* complete but still open: the request body is not all sent
              * (an early response) */
             (void) nghttp2_submit_rst_stream(h2->session, NGHTTP2_FLAG_NONE,
@@ -1911,6 +2187,14 @@ weir_http_v2_up_on_frame_recv(nghttp2_session *session,
     weir_http_v2_ups_t     *st;
     weir_http_v2_uphead_t  *head;
 
+
+    if (frame->hd.type == NGHTTP2_SETTINGS
+        && !(frame->hd.flags & NGHTTP2_FLAG_ACK) && !h2->settings_in)
+    {
+        h2->settings_in = 1;
+        weir_http_v2_up_submit_waiting(h2);
+        return 0;
+    }
 
     if (frame->hd.type == NGHTTP2_GOAWAY) {
         /* no new stream; those above last_stream_id are closed by
