@@ -1065,6 +1065,13 @@ weir_http_upstream_cached_retry(weir_http_upstream_t *u)
                        "upstream did not process the request, retrying "
                        "on another connection");
 
+    } else if (u->peer.connection
+               && weir_http_upstream_is_stream(u->peer.connection))
+    {
+        weir_log_error(WEIR_LOG_INFO, u->request->connection->log, 0,
+                       "upstream session failed before it answered, "
+                       "retrying on another connection");
+
     } else {
         weir_log_error(WEIR_LOG_INFO, u->request->connection->log, 0,
                        "upstream closed a kept-alive connection, retrying "

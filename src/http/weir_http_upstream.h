@@ -89,6 +89,10 @@ typedef struct {
                                                                of a session
                                                                to an origin
                                                                at most */
+    weir_msec_t                     http2_ping_idle;    /* 5s: a session
+                                                           idle that long
+                                                           is PINGed when
+                                                           reused; 0: not */
     weir_uint_t                     next_upstream;      /* FT_ bits; default
                                                            error|timeout */
 

@@ -981,6 +981,8 @@ weir_http_upstream_merge_conf(weir_conf_t *cf,
                                prev->next_upstream_tries, 0);
     weir_conf_merge_uint_value(conf->http2_max_streams,
                                prev->http2_max_streams, 128);
+    weir_conf_merge_msec_value(conf->http2_ping_idle,
+                               prev->http2_ping_idle, 5000);
 
     weir_conf_merge_bitmask_value(conf->next_upstream, prev->next_upstream,
                                   (WEIR_CONF_BITMASK_SET

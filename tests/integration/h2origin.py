@@ -20,6 +20,9 @@ Paths:
   /bigstatus       ":status" "2000"
   /bighdr          a 20 KB field
   /pings           1500 PINGs, then the answer (a flood)
+  /mute            200 "muted", then the connection goes silent: it is
+                   kept open, nothing is read or sent any more (a peer
+                   gone without a word)
   /goaway          holds the first; at the second, a GOAWAY whose last
                    stream id is the first, then answers the first; later
                    ones answer "retried after the GOAWAY"
@@ -77,6 +80,7 @@ class H2Origin:
         self.refused = False        # /refuse: the first one was
         self.goaways = 0            # /goaway requests seen
         self.req_trailers = []      # the request trailers received
+        self.pings = 0              # PINGs received (answered by h2)
         t = threading.Thread(target=self._accept, daemon=True)
         t.start()
         self.threads.append(t)
@@ -264,6 +268,7 @@ class Conn:
         self.heads = {}
         self.first = True
         self.wlock = threading.Lock()
+        self.muted = False
 
     def flush(self):
         data = self.h2.data_to_send()
@@ -291,6 +296,12 @@ class Conn:
             with self.wlock:
                 self.flush()
             data = b""
+            if self.muted:
+                # silent but open, until the origin stops (bounded)
+                deadline = time.time() + 60
+                while not self.o.stopping and time.time() < deadline:
+                    time.sleep(0.05)
+                return
 
     def event(self, ev):
         if isinstance(ev, h2.events.RequestReceived):
@@ -316,6 +327,9 @@ class Conn:
                      for k, v in ev.headers])
         elif isinstance(ev, h2.events.StreamEnded):
             self.answer(ev.stream_id)
+        elif isinstance(ev, h2.events.PingReceived):
+            with self.o.lock:
+                self.o.pings += 1
         elif isinstance(ev, h2.events.WindowUpdated):
             pass
 
@@ -409,6 +423,11 @@ class Conn:
                 self.send_body(sid, b"second try " + body + b"\n")
         elif path == "/hold":
             pass
+        elif path == "/mute":
+            with self.wlock:
+                h2c.send_headers(sid, [(":status", "200")])
+            self.send_body(sid, b"muted\n")
+            self.muted = True
         elif path == "/badhdr":
             with self.wlock:
                 h2c.send_headers(sid, [(":status", "200"),

@@ -117,6 +117,10 @@ ERRORS = [
      server("proxy_read_timeout soon;"),
      '"proxy_read_timeout" directive invalid value', 7),
 
+    ("ping_idle",
+     server("proxy_http2_ping_idle often;"),
+     '"proxy_http2_ping_idle" directive invalid value', 7),
+
     ("http_version",
      server("proxy_http_version 2.0;"),
      'invalid value "2.0" in "proxy_http_version" directive', 7),

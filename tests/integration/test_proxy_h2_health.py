@@ -233,10 +233,11 @@ def test_session_failure_counts_once(weir, origins):
     out = burst(port, a)
     # the stream that opened the session goes to B (proxy_next_upstream);
     # the K - 1 that joined it are retried on A, which answers now
-    # ("upstream closed a kept-alive connection, retrying on another
-    # connection": weir_http_upstream_cached_retry)
+    # (weir_http_upstream_cached_retry)
     assert all(code == 200 for code, _ in out), out
     weir.wait_log(r"upstream HTTP/2 session \*\d+: recv\(\) failed")
+    weir.wait_log(r"upstream session failed before it answered, retrying "
+                  r"on another connection")
     # one failure of A (< max_fails=2): A is still in rotation
     seq = rotation(port)
     assert (200, b"A") in seq and (200, b"B") in seq, seq

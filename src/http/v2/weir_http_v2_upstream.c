@@ -70,6 +70,9 @@ static weir_uint_t weir_http_v2_up_has_room(weir_http_upstream_session_t *s,
 static void weir_http_v2_up_close(weir_http_upstream_session_t *s);
 
 static weir_int_t weir_http_v2_up_submit(weir_http_v2_ups_t *st);
+static void weir_http_v2_up_ping(weir_http_v2_up_t *h2,
+    weir_http_upstream_t *u);
+static void weir_http_v2_up_ping_handler(weir_event_t *ev);
 static void weir_http_v2_up_read_handler(weir_event_t *rev);
 static void weir_http_v2_up_write_handler(weir_event_t *wev);
 static void weir_http_v2_up_post_write(weir_http_v2_up_t *h2);
@@ -1228,6 +1231,7 @@ weir_http_v2_up_create(weir_http_upstream_t *u, weir_connection_t *c)
     h2->connection = c;
     h2->send_timeout = u->conf->send_timeout;
     h2->recv_size = 16384;
+    h2->idle_since = weir_current_msec;
     weir_queue_init(&h2->streams);
 
     /* the session outlives the request: its own log, the cycle's */
@@ -1321,6 +1325,10 @@ weir_http_v2_up_open_stream(weir_http_upstream_session_t *s,
     }
 
     ctx->stream = st;
+
+    if (h2->nstreams == 0) {
+        weir_http_v2_up_ping(h2, u);
+    }
 
     weir_queue_insert_tail(&h2->streams, &st->queue);
     h2->nstreams++;
@@ -1455,7 +1463,10 @@ weir_http_v2_up_close_stream(weir_http_upstream_session_t *s,
     }
 
     weir_queue_remove(&st->queue);
-    h2->nstreams--;
+
+    if (--h2->nstreams == 0) {
+        h2->idle_since = weir_current_msec;
+    }
 
     if (h2->s.pool == NULL && h2->nstreams == 0) {
         /* out of the pool (drained, failed, not kept idle): done */
@@ -1552,6 +1563,10 @@ weir_http_v2_up_free(weir_http_v2_up_t *h2)
         h2->session = NULL;
     }
 
+    if (h2->ping.timer_set) {
+        weir_event_del_timer(&h2->ping);
+    }
+
     weir_http_v2_wire_free(&h2->wire);
 
     if (h2->s.pool) {
@@ -1561,6 +1576,51 @@ weir_http_v2_up_free(weir_http_v2_up_t *h2)
     if (h2->nstreams == 0) {
         weir_free(h2);
     }
+}
+
+
+/*
+ * A session idle for proxy_http2_ping_idle or more that takes a stream
+ * again sends a PING with it: an origin (or a middlebox) may have
+ * dropped the connection without a word. Without an answer (any frame)
+ * within proxy_connect_timeout the session fails, and its streams are
+ * retried on a fresh connection as on a stale kept-alive one.
+ */
+
+static void
+weir_http_v2_up_ping(weir_http_v2_up_t *h2, weir_http_upstream_t *u)
+{
+    if (u->conf->http2_ping_idle == 0 || h2->ping_out || h2->dead
+        || h2->session == NULL
+        || weir_current_msec - h2->idle_since < u->conf->http2_ping_idle)
+    {
+        return;
+    }
+
+    if (nghttp2_submit_ping(h2->session, NGHTTP2_FLAG_NONE, NULL) != 0) {
+        return;
+    }
+
+    h2->ping_out = 1;
+    h2->ping.data = h2;
+    h2->ping.handler = weir_http_v2_up_ping_handler;
+    h2->ping.log = weir_cycle->log;
+    h2->ping.cancelable = 1;
+
+    weir_event_add_timer(&h2->ping, u->conf->connect_timeout);
+}
+
+
+static void
+weir_http_v2_up_ping_handler(weir_event_t *ev)
+{
+    weir_http_v2_up_t  *h2;
+
+    h2 = ev->data;
+    h2->ping_out = 0;
+
+    weir_http_v2_up_fail(h2, "no answer to a PING after an idle time");
+    weir_http_v2_up_check(h2);
 }
 
 
@@ -1671,6 +1731,15 @@ weir_http_v2_up_read_handler(weir_event_t *rev)
         }
 
         total += n;
+
+        if (h2->ping_out) {
+            /* anything from the origin says it is there */
+            h2->ping_out = 0;
+
+            if (h2->ping.timer_set) {
+                weir_event_del_timer(&h2->ping);
+            }
+        }
 
         rv = nghttp2_session_mem_recv(h2->session, buf, (size_t) n);
 

@@ -67,6 +67,10 @@ struct weir_http_v2_up_s {
     unsigned                       closed:1;    /* the socket is gone */
     unsigned                       settings_in:1;   /* the origin's first
                                                        SETTINGS came */
+    unsigned                       ping_out:1;  /* a PING on reuse waits
+                                                   for the origin */
+    weir_msec_t                    idle_since;  /* the last stream ended */
+    weir_event_t                   ping;        /* its answer's timer */
 };
 
 

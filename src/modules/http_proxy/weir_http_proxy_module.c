@@ -248,6 +248,14 @@ static weir_command_t  weir_http_proxy_commands[] = {
       offsetof(weir_http_proxy_loc_conf_t, upstream.http2_max_streams),
       &weir_http_proxy_h2_streams_bounds },
 
+    { weir_string("proxy_http2_ping_idle"),
+      WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
+      |WEIR_CONF_TAKE1,
+      weir_conf_set_msec_slot,
+      WEIR_HTTP_LOC_CONF_OFFSET,
+      offsetof(weir_http_proxy_loc_conf_t, upstream.http2_ping_idle),
+      NULL },
+
     { weir_string("proxy_next_upstream_timeout"),
       WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
       |WEIR_CONF_TAKE1,
@@ -835,6 +843,7 @@ weir_http_proxy_create_loc_conf(weir_conf_t *cf)
     conf->upstream.next_upstream_timeout = WEIR_CONF_UNSET_MSEC;
     conf->upstream.next_upstream_tries = WEIR_CONF_UNSET_UINT;
     conf->upstream.http2_max_streams = WEIR_CONF_UNSET_UINT;
+    conf->upstream.http2_ping_idle = WEIR_CONF_UNSET_MSEC;
 
     conf->upstream.buffer_size = WEIR_CONF_UNSET_SIZE;
     conf->upstream.busy_buffers_size = WEIR_CONF_UNSET_SIZE;
