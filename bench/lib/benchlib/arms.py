@@ -105,7 +105,8 @@ H2C_TINY = _h2('h2c-tiny', tls=False)
 
 # HTTP/2 to the origin (issue 15): weir-probe origin speaks h2c on its
 # plain listener and ALPN h2 on its TLS one; "origin conns" in the
-# report is how many connections the proxy opened to it
+# report is how many connections the proxy opened to it in a step (its
+# warm-up included)
 H1_TO_H2C = Arm('h1-to-h2c', origin='h2')
 H2C_TO_H2C = _h2('h2c-to-h2c', tls=False, origin='h2')
 H2TLS_TO_H2TLS = _h2('h2tls-to-h2tls', origin='h2', origin_tls=True)

@@ -221,12 +221,14 @@ class Runner:
             conns, '-hold' if hold else '')
         s = self.s
         warmup = 0 if s.smoke else s.warmup
+        # the origin connections the proxy opens for the step count the
+        # warm-up's: a burst that opens one per request shows there
+        conns0 = origin_stats(origin_port, arm.origin_tls).get('connections')
         if warmup:
             self.run_probe(self.client_argv(arm, running, conns, warmup),
                            name + '-warmup', warmup + 30)
         pid = running.proc.pid if running.proc else None
         cpu0 = procs.cpu_seconds(pid) if pid else None
-        conns0 = origin_stats(origin_port, arm.origin_tls).get('connections')
         row = self.run_probe(self.client_argv(arm, running, conns,
                                               s.duration),
                              name, s.duration + 30)
