@@ -20,6 +20,10 @@ Paths:
   /bigstatus       ":status" "2000"
   /bighdr          a 20 KB field
   /pings           1500 PINGs, then the answer (a flood)
+  /windows         1500 WINDOW_UPDATEs of 1, then the answer (a flood)
+  /resets          200 head, then 1500 RST_STREAMs of the stream (a flood)
+  /tinydata        200 head, 1500 DATA frames of 1 byte, then END_STREAM
+                   (a flood)
   /mute            200 "muted", then the connection goes silent: it is
                    kept open, nothing is read or sent any more (a peer
                    gone without a word)
@@ -454,6 +458,28 @@ class Conn:
                 self.flush()
                 h2c.send_headers(sid, [(":status", "200")])
             self.send_body(sid, b"after pings\n")
+        elif path == "/windows":
+            f = hyperframe.frame.WindowUpdateFrame(0)
+            f.window_increment = 1
+            with self.wlock:
+                self.flush()
+                self.s.sendall(f.serialize() * 1500)
+                h2c.send_headers(sid, [(":status", "200")])
+            self.send_body(sid, b"after windows\n")
+        elif path == "/resets":
+            with self.wlock:
+                h2c.send_headers(sid, [(":status", "200")])
+                self.flush()
+                f = hyperframe.frame.RstStreamFrame(sid)
+                f.error_code = 0
+                self.s.sendall(f.serialize() * 1500)
+        elif path == "/tinydata":
+            with self.wlock:
+                h2c.send_headers(sid, [(":status", "200")])
+                for _ in range(1500):
+                    h2c.send_data(sid, b"x")
+                h2c.end_stream(sid)
+                self.flush()
         elif path == "/goaway":
             with self.o.lock:
                 self.o.goaways += 1

@@ -8,10 +8,18 @@ the streams above its last stream id on another connection, and lets
 the ones below it finish."""
 
 import concurrent.futures
+import os
+import subprocess
 import time
 
+import pytest
+
+import weirtest
 from h2origin import H2Origin
 from test_proxy_h2 import curl, h2o, start, status_of       # noqa: F401
+from weirtest import DEADLINE
+
+PROBE = os.path.join(weirtest.WEIR_BUILD_DIR, "weir-probe")
 
 
 def test_connection_specific_field_502(weir, h2o):
@@ -57,6 +65,54 @@ def test_ping_flood_ends_the_session(weir, h2o):
     p = curl(port, "/tiny")
     assert p.stdout == b"tiny over h2\n"
     assert o.connections == 2
+
+
+@pytest.mark.parametrize("path,what", [
+    ("/windows", "WINDOW_UPDATE frames"),
+    ("/resets", "RST_STREAM frames"),
+    ("/tinydata", "tiny DATA frames"),
+])
+def test_frame_floods_end_the_session(weir, h2o, path, what):
+    o = h2o()
+    port = start(weir, "http://%s" % o.addr)
+    curl(port, path, check=False)
+    weir.wait_log(r"upstream HTTP/2 flood on session \*\d+: more than 1000 "
+                  + what + " in a second")
+    p = curl(port, "/tiny")
+    assert p.stdout == b"tiny over h2\n"
+    assert o.connections == 2
+
+
+def test_tiny_answers_of_many_streams_are_no_flood(weir):
+    """gRPC unary answers (a tiny DATA, then trailers) at well over 1000
+    a second on one session: progress, not a flood (weir-probe origin's
+    /grpc, weir-probe client)."""
+    origin = subprocess.Popen([PROBE, "origin", "-l", "127.0.0.1:0"],
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = origin.stdout.readline()
+        assert "listening on 127.0.0.1:" in line, line
+        oport = int(line.rsplit(":", 1)[1])
+        port = start(weir, "http://127.0.0.1:%d" % oport)
+        p = subprocess.run(
+            [PROBE, "client", "--h2", "-m", "8", "-c", "2", "-n", "6000",
+             "-d", "20", "-X", "POST", "-b", "21",
+             "-H", "content-type: application/grpc", "-H", "te: trailers",
+             "-u", "http://127.0.0.1:%d/grpc.Bench/Unary" % port],
+            capture_output=True, text=True, timeout=DEADLINE * 2)
+        assert p.returncode == 0, p.stderr
+        out = p.stdout
+        assert "requests   6000," in out, out
+        assert "errors     0 " in out, out
+        rate = float(out.split("requests   6000,")[1].split()[0])
+        if rate < 1500:
+            pytest.skip("%.0f requests/s: too slow to pass 1000 a second"
+                        % rate)
+        assert "flood" not in weir.log()
+    finally:
+        origin.kill()
+        origin.wait()
 
 
 def test_goaway_retries_streams_above_last_id(weir, h2o):

@@ -27,6 +27,13 @@
 
 /* request paths that are no HTTP/2 answer: /ws is HTTP/1 only */
 #define PO_H2_TEXT         100
+/* /grpc...: a gRPC unary answer once the request ended: one
+ * length-prefixed message, then the trailers grpc-status and
+ * grpc-message */
+#define PO_H2_GRPC         101
+
+/* a gRPC message: not compressed, 16 bytes */
+static const u_char  po_grpc_reply[] = "\0\0\0\0\x10weir-probe reply";
 
 
 typedef struct po_h2_stream_s  po_h2_stream_t;
@@ -129,6 +136,11 @@ po_h2_route(po_h2_stream_t *st)
     } else if (strcmp(uri, "/stats") == 0) {
         st->route = PO_STATS;
 
+    } else if (strncmp(uri, "/grpc", 5) == 0) {
+        st->route = PO_H2_GRPC;
+        st->text = po_grpc_reply;
+        st->text_len = sizeof(po_grpc_reply) - 1;
+
     } else if (strcmp(uri, "/ws") == 0) {
         st->route = PO_H2_TEXT;
         st->status = 400;
@@ -144,6 +156,27 @@ po_h2_route(po_h2_stream_t *st)
         st->text = (const u_char *) "not found\n";
         st->text_len = 10;
     }
+}
+
+
+static int
+po_h2_grpc_trailers(nghttp2_session *session, po_h2_stream_t *st)
+{
+    nghttp2_nv  nv[2];
+
+    nv[0].name = (uint8_t *) "grpc-status";
+    nv[0].namelen = 11;
+    nv[0].value = (uint8_t *) "0";
+    nv[0].valuelen = 1;
+    nv[0].flags = NGHTTP2_NV_FLAG_NONE;
+    nv[1].name = (uint8_t *) "grpc-message";
+    nv[1].namelen = 12;
+    nv[1].value = (uint8_t *) "OK";
+    nv[1].valuelen = 2;
+    nv[1].flags = NGHTTP2_NV_FLAG_NONE;
+
+    return nghttp2_submit_trailer(session, st->id, nv, 2) == 0
+           ? PO_OK : PO_ERROR;
 }
 
 
@@ -200,6 +233,13 @@ po_h2_body_read(nghttp2_session *session, int32_t stream_id, uint8_t *buf,
 
         if (st->text_len == 0) {
             *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+
+            if (st->route == PO_H2_GRPC && po_h2_grpc_trailers(session, st)
+                                           == PO_OK)
+            {
+                /* the trailers' HEADERS ends the stream */
+                *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+            }
         }
 
         return (ssize_t) n;
@@ -546,7 +586,8 @@ po_h2_handle(po_conn_t *c)
         for (st = h2->streams; st != NULL; st = st->next) {
             if (st->have_head && !st->started && st->start_at <= now
                 && (st->route != PO_EARLY_RESP || st->in_done
-                    || st->body_read >= PO_EARLY))
+                    || st->body_read >= PO_EARLY)
+                && (st->route != PO_H2_GRPC || st->in_done))
             {
                 if (po_h2_respond(c, st) != PO_OK) {
                     po_close(c);
@@ -649,8 +690,13 @@ po_h2_respond(po_conn_t *c, po_h2_stream_t *st)
           st->text != NULL ? 10 : 24);
     nnv = 3;
 
+    if (st->route == PO_H2_GRPC) {
+        /* as a gRPC server: no content-length */
+        po_nv(2, "content-type", "application/grpc", 16);
+        n = 0;
+
     /* a length when known: generated, fixed, or a sized echo */
-    if (st->text != NULL) {
+    } else if (st->text != NULL) {
         n = snprintf(clen, sizeof(clen), "%zu", st->text_len);
 
     } else if (st->route == PO_SIZE

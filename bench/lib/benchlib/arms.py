@@ -114,6 +114,12 @@ H1_TO_H2TLS_64K = Arm('h1-to-h2tls-64k', origin='h2', origin_tls=True,
                       path='/size/65536')
 H2TLS_TO_H2TLS_256K = _h2('h2tls-to-h2tls-256k', origin='h2',
                           origin_tls=True, path='/size/262144', streams=1)
+# gRPC unary, h2c both sides: a 21-byte POST with the gRPC headers, a
+# length-prefixed message back and the trailers (weir-probe origin /grpc)
+GRPC_UNARY = _h2('grpc-unary', tls=False, origin='h2',
+                 path='/grpc.Bench/Unary', method='POST', body=21,
+                 probe_args=('-H', 'content-type: application/grpc',
+                             '-H', 'te: trailers'))
 
 
 def _ge_nginx(arm, what):
@@ -241,9 +247,10 @@ SUITES = (
                       0.90),
                  Goal('idle H2: weir RSS per idle connection <= nginx',
                       'h2c-tiny', 'idle_rss', '<=', 1.0))),
-    Suite('upstream-h2', 'ramp', (H1_TO_H2C, H2C_TO_H2C),
+    Suite('upstream-h2', 'ramp', (H1_TO_H2C, H2C_TO_H2C, GRPC_UNARY),
           'HTTP/2 to an h2c origin (prior knowledge): H1 clients and h2c '
-          'clients (8 streams per connection), tiny GET; how many origin '
+          'clients (8 streams per connection), tiny GET, and gRPC unary '
+          'calls (h2c, 8 streams per connection); how many origin '
           'connections each proxy opens is part of the result',
           products=('weir', 'haproxy', 'caddy', 'direct'),
           concurrency=(16, 64),

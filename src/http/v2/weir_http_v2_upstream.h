@@ -37,6 +37,9 @@
 #define WEIR_HTTP_V2_UP_FLOOD_N         4
 #define WEIR_HTTP_V2_UP_FLOOD_FRAMES    1000
 #define WEIR_HTTP_V2_UP_TINY_DATA       64
+/* tiny DATA frames of a stream that are no flood: a response's edges
+ * (a gRPC message before the trailers, a last chunk) */
+#define WEIR_HTTP_V2_UP_TINY_FREE       2
 /* CONTINUATION frames of one head or trailer section */
 #define WEIR_HTTP_V2_UP_MAX_CONTINUATION  32
 #define WEIR_HTTP_V2_UP_MAX_ACKS        1000
@@ -125,6 +128,8 @@ struct weir_http_v2_ups_s {
     unsigned                       waiting:1;       /* an Extended CONNECT
                                                        for the origin's
                                                        SETTINGS */
+    unsigned                       tiny_in:2;       /* tiny DATA frames
+                                                       not counted (2) */
 };
 
 

@@ -487,6 +487,7 @@ weir_http_v2_up_on_begin_frame(nghttp2_session *session,
     weir_http_v2_up_t  *h2 = user_data;
 
     weir_uint_t          kind;
+    weir_http_v2_ups_t  *st;
     static const char   *names[WEIR_HTTP_V2_UP_FLOOD_N] = {
         "PING or SETTINGS frames", "RST_STREAM frames",
         "WINDOW_UPDATE frames", "tiny DATA frames"
@@ -531,6 +532,22 @@ weir_http_v2_up_on_begin_frame(nghttp2_session *session,
     case NGHTTP2_DATA:
         if (hd->length >= WEIR_HTTP_V2_UP_TINY_DATA
             || (hd->flags & NGHTTP2_FLAG_END_STREAM))
+        {
+            return 0;
+        }
+
+        /* a gRPC unary answer is a tiny DATA and trailers, a WebSocket
+         * tunnel's frames are as small as its messages: what a stream
+         * sends as a flood is more, and outside a tunnel */
+        st = weir_http_v2_up_stream(session, hd->stream_id);
+
+        if (st && st->tiny_in < WEIR_HTTP_V2_UP_TINY_FREE) {
+            st->tiny_in++;
+            return 0;
+        }
+
+        if (st && ((weir_http_v2_up_ctx_t *) st->upstream->proto_ctx)
+                  ->websocket)
         {
             return 0;
         }
