@@ -94,7 +94,9 @@ def test_tiny_answers_of_many_streams_are_no_flood(weir):
         line = origin.stdout.readline()
         assert "listening on 127.0.0.1:" in line, line
         oport = int(line.rsplit(":", 1)[1])
-        port = start(weir, "http://127.0.0.1:%d" % oport)
+        # (keepalive_requests: no client connection ends mid-run)
+        port = start(weir, "http://127.0.0.1:%d" % oport,
+                     http="    keepalive_requests 100000;\n")
         p = subprocess.run(
             [PROBE, "client", "--h2", "-m", "8", "-c", "2", "-n", "6000",
              "-d", "20", "-X", "POST", "-b", "21",

@@ -389,3 +389,29 @@ def test_other_upgrade_goes_as_plain_request(weir, ws_h2):
     assert p.stdout == b"tiny over h2\n"
     head = dict(o.requests[-1])
     assert head[":method"] == "GET" and "upgrade" not in head, head
+
+
+def test_http2_client_to_http2_origin(weir, ws_h2):
+    """An HTTP/2 client's Extended CONNECT becomes an Upgrade request for
+    the core, then an Extended CONNECT again towards the HTTP/2 origin:
+    the origin's 200 goes back as the client's 200, no key either way."""
+    from test_http2_websocket import H2Ws
+    made = ws_h2()
+    o = made[0]
+    port = ws_start(weir, made)
+    ws = H2Ws(port, "/hello")
+    try:
+        assert ws.r.status == 200, ws.r.headers
+        names = [k for k, v in ws.r.headers]
+        assert "sec-websocket-accept" not in names, ws.r.headers
+        assert "upgrade" not in names, ws.r.headers
+        assert ws.recv_message() == (OP_TEXT, b"hello over h2")
+        for i in range(50):
+            ws.send(OP_TEXT, b"m%d" % i)
+        for i in range(50):
+            assert ws.recv_message() == (OP_TEXT, b"m%d" % i)
+    finally:
+        ws.close()
+    head = dict(o.requests[0])
+    assert head[":method"] == "CONNECT" and head[":protocol"] == "websocket"
+    assert "sec-websocket-key" not in head, head
