@@ -27,6 +27,7 @@ class Arm:
     probe_args: tuple = ()      # extra weir-probe client options
     needs: tuple = ()           # weir-probe features the arm needs
     streams: int = 1            # h2: streams in flight per connection
+    grpc: bool = False          # gRPC calls: nginx can run it (grpc_pass)
 
     @property
     def topology(self):
@@ -118,6 +119,7 @@ H2TLS_TO_H2TLS_256K = _h2('h2tls-to-h2tls-256k', origin='h2',
 # length-prefixed message back and the trailers (weir-probe origin /grpc)
 GRPC_UNARY = _h2('grpc-unary', tls=False, origin='h2',
                  path='/grpc.Bench/Unary', method='POST', body=21,
+                 grpc=True,
                  probe_args=('-H', 'content-type: application/grpc',
                              '-H', 'te: trailers'))
 
@@ -252,7 +254,7 @@ SUITES = (
           'clients (8 streams per connection), tiny GET, and gRPC unary '
           'calls (h2c, 8 streams per connection); how many origin '
           'connections each proxy opens is part of the result',
-          products=('weir', 'haproxy', 'caddy', 'direct'),
+          products=('weir', 'nginx', 'haproxy', 'caddy', 'direct'),
           concurrency=(16, 64),
           goals=(
               Goal('H1 -> h2c: weir >= 1.1 x HAProxy', 'h1-to-h2c',

@@ -141,7 +141,11 @@ class Nginx(Product):
         return self._configure
 
     def supports(self, arm):
-        why = Product.supports(self, arm)
+        if arm.grpc and arm.origin == 'h2' and not arm.origin_tls:
+            # HTTP/2 to origins only for gRPC: grpc_pass (h2c)
+            why = None
+        else:
+            why = Product.supports(self, arm)
         if why is None and arm.client == 'h2' and self.path() and \
                 '--with-http_v2_module' not in self.configure_args():
             why = 'n/a: this nginx is built without http_v2_module'

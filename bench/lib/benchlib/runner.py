@@ -169,7 +169,7 @@ class Runner:
                'conns': self.conns, 'nofile': self.nofile, 'rundir': rundir,
                'single': single, 'reload': reload,
                'h2': arm.client == 'h2', 'origin_h2': arm.origin == 'h2',
-               'origin_tls': arm.origin_tls}
+               'origin_tls': arm.origin_tls, 'grpc': arm.grpc}
         conf = os.path.join(rundir, product.conf_name)
         with open(conf, 'w') as f:
             f.write(product.render(ctx))
