@@ -435,7 +435,13 @@ weir_int_t weir_http_add_listen(weir_conf_t *cf,
 weir_int_t weir_http_add_location(weir_conf_t *cf, weir_queue_t **locations,
     weir_http_core_loc_conf_t *clcf);
 
+/* the resolver of the request's location (NULL: none configured) and
+ * its resolver_timeout (weir_http_resolver.c) */
+struct weir_resolver_s *weir_http_resolver(weir_http_request_t *r,
+    weir_msec_t *timeout);
+
 extern weir_module_t  weir_http_core_module;
+extern weir_module_t  weir_http_resolver_module;
 extern weir_uint_t    weir_http_max_module;
 extern weir_str_t     weir_http_core_get_method;
 

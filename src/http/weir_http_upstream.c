@@ -2,6 +2,7 @@
 #include "weir_core.h"
 #include "weir_http.h"
 #include "weir_http_upstream_int.h"
+#include "weir_resolver.h"
 
 
 /*
@@ -23,6 +24,11 @@
 
 static void weir_http_upstream_cleanup(void *data);
 static weir_int_t weir_http_upstream_choose(weir_http_upstream_t *u);
+static void weir_http_upstream_start_connect(weir_http_upstream_t *u);
+static weir_int_t weir_http_upstream_resolve(weir_http_upstream_t *u);
+static void weir_http_upstream_resolve_handler(weir_resolver_ctx_t *rctx);
+static weir_int_t weir_http_upstream_resolved(weir_http_upstream_t *u,
+    weir_resolver_ctx_t *rctx);
 static void weir_http_upstream_connect(weir_http_upstream_t *u);
 static void weir_http_upstream_connected(weir_http_upstream_t *u);
 static weir_int_t weir_http_upstream_choose_proto(weir_http_upstream_t *u);
@@ -271,8 +277,21 @@ weir_http_upstream_init(weir_http_request_t *r)
     }
 
     if (weir_http_upstream_choose(u) != WEIR_OK) {
+        /* WEIR_AGAIN: a name being resolved; weir_http_upstream_resolved()
+         * goes on */
         return;
     }
+
+    weir_http_upstream_start_connect(u);
+}
+
+
+/* the peer is chosen: take the client's events, then connect */
+
+static void
+weir_http_upstream_start_connect(weir_http_upstream_t *u)
+{
+    weir_http_upstream_ctx_t  *ctx = u->pipe;
 
     weir_http_upstream_client_handlers(u);
 
@@ -336,11 +355,7 @@ weir_http_upstream_choose(weir_http_upstream_t *u)
         }
 
         if (us == NULL) {
-            weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
-                           "no resolver defined to resolve %.*s",
-                           WEIR_STR_ARG(rs->host));
-            weir_http_finalize_request(r, WEIR_HTTP_BAD_GATEWAY);
-            return WEIR_ERROR;
+            return weir_http_upstream_resolve(u);
         }
 
         u->upstream = us;
@@ -363,6 +378,112 @@ weir_http_upstream_choose(weir_http_upstream_t *u)
     }
 
     return WEIR_OK;
+}
+
+
+/*
+ * proxy_pass with variables naming neither an address nor a group: the
+ * location's resolver looks the name up (nginx's semantics). Without a
+ * resolver, or when the name cannot be resolved, the client gets a 502
+ * and the log says which name and why.
+ */
+
+static weir_int_t
+weir_http_upstream_resolve(weir_http_upstream_t *u)
+{
+    weir_int_t                      rc;
+    weir_msec_t                     timeout;
+    weir_resolver_t                *res;
+    weir_http_request_t            *r;
+    weir_resolver_ctx_t            *rctx;
+    weir_http_upstream_resolved_t  *rs;
+
+    r = u->request;
+    rs = u->resolved;
+
+    res = weir_http_resolver(r, &timeout);
+
+    if (res == NULL) {
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "no resolver defined to resolve %.*s",
+                       WEIR_STR_ARG(rs->host));
+        weir_http_finalize_request(r, WEIR_HTTP_BAD_GATEWAY);
+        return WEIR_ERROR;
+    }
+
+    rctx = weir_pcalloc(r->pool, sizeof(weir_resolver_ctx_t));
+    if (rctx == NULL) {
+        weir_http_finalize_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+        return WEIR_ERROR;
+    }
+
+    rctx->resolver = res;
+    rctx->name = rs->host;
+    rctx->port = rs->port;
+    rctx->timeout = timeout;
+    rctx->pool = r->pool;
+    rctx->log = r->connection->log;
+    rctx->handler = weir_http_upstream_resolve_handler;
+    rctx->data = u;
+
+    r->connection->log->action = "resolving";
+
+    rc = weir_resolve(rctx);
+
+    if (rc == WEIR_AGAIN) {
+        /* the request waits; its client events do nothing meanwhile */
+        r->read_event_handler = weir_http_block_reading;
+        r->write_event_handler = weir_http_request_empty_handler;
+        return WEIR_AGAIN;
+    }
+
+    if (rc == WEIR_ERROR) {
+        weir_http_finalize_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
+        return WEIR_ERROR;
+    }
+
+    return weir_http_upstream_resolved(u, rctx);
+}
+
+
+static void
+weir_http_upstream_resolve_handler(weir_resolver_ctx_t *rctx)
+{
+    weir_connection_t     *c;
+    weir_http_upstream_t  *u = rctx->data;
+
+    c = u->request->connection;
+
+    if (weir_http_upstream_resolved(u, rctx) == WEIR_OK) {
+        weir_http_upstream_start_connect(u);
+    }
+
+    weir_http_run_posted_requests(c);
+}
+
+
+static weir_int_t
+weir_http_upstream_resolved(weir_http_upstream_t *u,
+    weir_resolver_ctx_t *rctx)
+{
+    weir_http_request_t            *r;
+    weir_http_upstream_resolved_t  *rs;
+
+    r = u->request;
+    rs = u->resolved;
+
+    if (rctx->status != WEIR_OK) {
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "%.*s could not be resolved (%s)",
+                       WEIR_STR_ARG(rs->host), rctx->error);
+        weir_http_finalize_request(r, WEIR_HTTP_BAD_GATEWAY);
+        return WEIR_ERROR;
+    }
+
+    rs->addrs = rctx->addrs;
+    rs->naddrs = rctx->naddrs;
+
+    return weir_http_upstream_choose(u);
 }
 
 

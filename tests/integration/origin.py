@@ -1,11 +1,11 @@
 """A configurable, misbehaving HTTP/1.1 origin for the proxy tests.
 
-Origin listens on 127.0.0.1 (a free port) and serves every accepted
-connection in its own thread. It records every request it received
-(Request: the raw head, method, target, version, headers in order, the
-body, the connection id) and counts connections accepted and closed, so
-a test can assert exactly what weir sent and how many connections it
-used.
+Origin listens on 127.0.0.1 (a free port; ::1 with family=AF_INET6) and
+serves every accepted connection in its own thread. It records every
+request it received (Request: the raw head, method, target, version,
+headers in order, the body, the connection id) and counts connections
+accepted and closed, so a test can assert exactly what weir sent and how
+many connections it used.
 
 What it answers is chosen per request: by `origin.handler`, a callable
 `handler(req, w)` a test sets (w is a Writer: send_raw(), respond(),
@@ -370,8 +370,10 @@ class Origin:
     """A threaded HTTP/1.1 origin on 127.0.0.1 (see the module text)."""
 
     def __init__(self, name="origin", handler=None, close_after=False,
-                 idle_close_ms=None, rcvbuf=None, port=0):
+                 idle_close_ms=None, rcvbuf=None, port=0,
+                 family=socket.AF_INET):
         self.name = name
+        self.family = family
         self.handler = handler
         self.close_after = close_after
         self.idle_close_ms = idle_close_ms
@@ -393,11 +395,12 @@ class Origin:
     # ---- life
 
     def start(self):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s = socket.socket(self.family, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if self.rcvbuf:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf)
-        s.bind(("127.0.0.1", self._want_port))
+        s.bind(("::1" if self.family == socket.AF_INET6 else "127.0.0.1",
+                self._want_port))
         s.listen(128)
         self._listener = s
         self.port = s.getsockname()[1]
