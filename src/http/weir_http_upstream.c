@@ -325,11 +325,20 @@ weir_http_upstream_choose(weir_http_upstream_t *u)
     if (us == NULL && u->resolved) {
         rs = u->resolved;
 
+        umcf = weir_http_get_module_main_conf(r, weir_http_upstream_module);
+
         if (rs->addrs) {
+            /* the pools of every peer named at request time */
+            us = umcf ? umcf->resolved : NULL;
+
             if (weir_http_upstream_create_round_robin_peer(r, rs->addrs,
                                                            rs->naddrs,
                                                            &rs->host)
-                != WEIR_OK)
+                != WEIR_OK
+                || weir_http_upstream_keepalive_init_peer(r, us) != WEIR_OK
+                || (u->proto->session && us
+                    && weir_http_upstream_session_init_peer(r, us)
+                       != WEIR_OK))
             {
                 weir_http_finalize_request(r,
                                            WEIR_HTTP_INTERNAL_SERVER_ERROR);
@@ -338,11 +347,10 @@ weir_http_upstream_choose(weir_http_upstream_t *u)
 
             return WEIR_OK;
         }
-
-        umcf = weir_http_get_module_main_conf(r, weir_http_upstream_module);
         uscfp = umcf ? umcf->upstreams.elts : NULL;
 
-        for (i = 0; umcf && i < umcf->upstreams.nelts; i++) {
+        for (i = 0; umcf && !rs->by_name && i < umcf->upstreams.nelts; i++)
+        {
             if (uscfp[i]->host.len == rs->host.len
                 && weir_strncasecmp(uscfp[i]->host.data, rs->host.data,
                                     rs->host.len) == 0

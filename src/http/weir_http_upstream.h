@@ -470,6 +470,10 @@ typedef struct {
     weir_array_t                 upstreams;  /* of
                                                 weir_http_upstream_srv_conf_t *
                                               */
+    /* the pools (keep-alive, sessions) of the peers named at request
+     * time (proxy_pass with variables, a forward proxy's targets): one
+     * for all, with the default settings, keyed by address and TLS */
+    weir_http_upstream_srv_conf_t  *resolved;
 } weir_http_upstream_main_conf_t;
 
 /*
@@ -689,6 +693,8 @@ typedef struct {
     weir_addr_t                 *addrs;     /* NULL: host names a group or
                                                needs resolving */
     weir_uint_t                  naddrs;
+    unsigned                     by_name:1; /* a host, never a group (a
+                                               forward proxy's target) */
 } weir_http_upstream_resolved_t;
 
 struct weir_http_upstream_s {

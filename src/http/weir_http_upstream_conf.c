@@ -132,6 +132,14 @@ weir_http_upstream_create_main_conf(weir_conf_t *cf)
         return NULL;
     }
 
+    umcf->resolved = weir_pcalloc(cf->pool,
+                                  sizeof(weir_http_upstream_srv_conf_t));
+    if (umcf->resolved == NULL) {
+        return NULL;
+    }
+
+    weir_str_set(&umcf->resolved->host, "peers named at request time");
+
     return umcf;
 }
 

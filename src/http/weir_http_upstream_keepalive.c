@@ -191,8 +191,9 @@ weir_module_t  weir_http_upstream_keepalive_module = {
 
 /*
  * Called by the core right after the balancer's init for each request.
- * A group without a pool ("keepalive 0", or no group: proxy_pass with
- * variables naming an address) is left alone.
+ * A group without a pool ("keepalive 0") is left alone. Peers named at
+ * request time (proxy_pass with variables, a forward proxy) share the
+ * pool of umcf->resolved, with the default settings.
  */
 
 weir_int_t

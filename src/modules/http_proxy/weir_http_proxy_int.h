@@ -67,6 +67,7 @@ typedef struct {
     weir_flag_t                  pass_request_headers;
     weir_flag_t                  pass_request_body;
     weir_flag_t                  via;
+    weir_flag_t                  forward;   /* forward_proxy */
     weir_uint_t                  http_version;
 
     unsigned                     redirect_implicit:1;
@@ -76,6 +77,8 @@ typedef struct {
 /* per request */
 typedef struct {
     weir_http_proxy_vars_t       vars;
+    unsigned                     forward:1;     /* forward_proxy: the URI
+                                                   is the client's target */
 } weir_http_proxy_ctx_t;
 
 

@@ -33,6 +33,11 @@ typedef struct {
 
 
 static weir_int_t weir_http_proxy_handler(weir_http_request_t *r);
+static weir_int_t weir_http_proxy_forward_handler(weir_http_request_t *r);
+static weir_int_t weir_http_proxy_run(weir_http_request_t *r,
+    weir_str_t *forward);
+static weir_int_t weir_http_proxy_take_url(weir_http_request_t *r,
+    weir_str_t *target, weir_http_proxy_ctx_t *ctx);
 static weir_int_t weir_http_proxy_eval(weir_http_request_t *r,
     weir_http_proxy_loc_conf_t *plcf, weir_http_proxy_ctx_t *ctx);
 
@@ -304,7 +309,22 @@ static weir_command_t  weir_http_proxy_commands[] = {
       offsetof(weir_http_proxy_loc_conf_t, via),
       NULL },
 
+    { weir_string("forward_proxy"),
+      WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
+      |WEIR_CONF_FLAG,
+      weir_conf_set_flag_slot,
+      WEIR_HTTP_LOC_CONF_OFFSET,
+      offsetof(weir_http_proxy_loc_conf_t, forward),
+      NULL },
+
     weir_null_command
+};
+
+
+static weir_http_phase_decl_t  weir_http_proxy_phases[] = {
+    { WEIR_HTTP_CONTENT_PHASE, 100, "forward_proxy",
+      weir_http_proxy_forward_handler },
+    { 0, 0, NULL, NULL }
 };
 
 
@@ -321,7 +341,7 @@ static weir_http_module_t  weir_http_proxy_module_ctx = {
     weir_http_proxy_create_loc_conf,       /* create location configuration */
     weir_http_proxy_merge_loc_conf,        /* merge location configuration */
 
-    NULL,                                  /* phase handlers */
+    weir_http_proxy_phases,                /* phase handlers */
     NULL,                                  /* header filters */
     NULL,                                  /* body filters */
     NULL                                   /* request body filters */
@@ -600,6 +620,55 @@ weir_http_proxy_set_vars(weir_pool_t *pool, weir_http_proxy_url_t *pu,
 static weir_int_t
 weir_http_proxy_handler(weir_http_request_t *r)
 {
+    return weir_http_proxy_run(r, NULL);
+}
+
+
+/*
+ * forward_proxy on: a request whose target is an absolute URI
+ * ("GET http://host/path HTTP/1.1", what a client configured to use a
+ * proxy sends) goes to that URI's host, unless its location has a
+ * content handler of its own (proxy_pass, return, ...), which wins.
+ * Any other request is left to the other content handlers.
+ */
+static weir_int_t
+weir_http_proxy_forward_handler(weir_http_request_t *r)
+{
+    weir_str_t                   url, path;
+    weir_http_proxy_loc_conf_t  *plcf;
+
+    plcf = weir_http_get_module_loc_conf(r, weir_http_proxy_module);
+
+    /* an HTTP/1 absolute-form target: the parser saw a scheme */
+    if (!plcf->forward || r != r->main || r->schema_start == NULL
+        || r->authority.len == 0 || r->schema.len == 0)
+    {
+        return WEIR_DECLINED;
+    }
+
+    path = r->unparsed_uri;
+
+    if (path.len == 0) {
+        weir_str_set(&path, "/");
+    }
+
+    /* the target as the client wrote it, fragment dropped; the scheme is
+     * lowercase for the URL parser */
+    if (weir_pstrfmt(r->pool, &url, "%s://%.*s%.*s",
+                     (r->schema.len == 5) ? "https" : "http",
+                     WEIR_STR_ARG(r->authority), WEIR_STR_ARG(path))
+        != WEIR_OK)
+    {
+        return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return weir_http_proxy_run(r, &url);
+}
+
+
+static weir_int_t
+weir_http_proxy_run(weir_http_request_t *r, weir_str_t *forward)
+{
     weir_int_t                   rc;
     weir_http_upstream_t        *u;
     weir_http_proxy_ctx_t       *ctx;
@@ -621,7 +690,16 @@ weir_http_proxy_handler(weir_http_request_t *r)
 
     u = r->upstream;
 
-    if (plcf->url == NULL) {
+    if (forward) {
+        if (weir_http_proxy_take_url(r, forward, ctx) != WEIR_OK) {
+            return WEIR_HTTP_BAD_REQUEST;
+        }
+
+        /* the target names the origin: never an upstream block */
+        u->resolved->by_name = 1;
+        ctx->forward = 1;
+
+    } else if (plcf->url == NULL) {
         ctx->vars = plcf->vars;
         u->upstream = plcf->upstream.upstream;
 
@@ -713,6 +791,22 @@ static weir_int_t
 weir_http_proxy_eval(weir_http_request_t *r, weir_http_proxy_loc_conf_t *plcf,
     weir_http_proxy_ctx_t *ctx)
 {
+    weir_str_t  url;
+
+    if (weir_http_complex_value(r, plcf->url, &url) != WEIR_OK) {
+        return WEIR_ERROR;
+    }
+
+    return weir_http_proxy_take_url(r, &url, ctx);
+}
+
+
+/* a URL known only now (proxy_pass with variables, a forward proxy's
+ * request target) taken apart into u->resolved and ctx->vars */
+static weir_int_t
+weir_http_proxy_take_url(weir_http_request_t *r, weir_str_t *target,
+    weir_http_proxy_ctx_t *ctx)
+{
     char                           *err;
     char                            safe[WEIR_HTTP_PROXY_LOG_SAFE];
     const char                     *reason;
@@ -724,10 +818,7 @@ weir_http_proxy_eval(weir_http_request_t *r, weir_http_proxy_loc_conf_t *plcf,
     weir_http_upstream_resolved_t  *rs;
 
     u = r->upstream;
-
-    if (weir_http_complex_value(r, plcf->url, &url) != WEIR_OK) {
-        return WEIR_ERROR;
-    }
+    url = *target;
 
     reason = weir_http_proxy_parse_url(&url, &pu);
 
@@ -870,6 +961,7 @@ weir_http_proxy_create_loc_conf(weir_conf_t *cf)
     conf->pass_request_headers = WEIR_CONF_UNSET;
     conf->pass_request_body = WEIR_CONF_UNSET;
     conf->via = WEIR_CONF_UNSET;
+    conf->forward = WEIR_CONF_UNSET;
     conf->http_version = WEIR_CONF_UNSET_UINT;
 
     return conf;
@@ -1063,6 +1155,7 @@ weir_http_proxy_merge_loc_conf(weir_conf_t *cf, void *parent, void *child)
     weir_conf_merge_value(conf->pass_request_body,
                           prev->pass_request_body, 1);
     weir_conf_merge_value(conf->via, prev->via, 0);
+    weir_conf_merge_value(conf->forward, prev->forward, 0);
     weir_conf_merge_uint_value(conf->http_version, prev->http_version,
                                WEIR_HTTP_VERSION_11);
     weir_conf_merge_ptr_value(conf->method, prev->method, NULL);

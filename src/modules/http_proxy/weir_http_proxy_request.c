@@ -39,7 +39,8 @@ static struct {
 
 /*
  * The URI the origin is asked for (nginx's rules):
- * - proxy_pass with variables and a URI part: that URI as evaluated;
+ * - proxy_pass with variables and a URI part: that URI as evaluated (a
+ *   forward proxy's request: the client's target);
  * - no URI part and the client's URI unchanged: the client's URI as it
  *   came (r->unparsed_uri), byte for byte;
  * - otherwise the decoded URI, with the matched location prefix replaced
@@ -53,7 +54,7 @@ weir_http_proxy_build_uri(weir_http_request_t *r,
     size_t          loc_len, len;
     unsigned char  *p;
 
-    if (plcf->url && ctx->vars.uri.len) {
+    if ((plcf->url || ctx->forward) && ctx->vars.uri.len) {
         *uri = ctx->vars.uri;
         return WEIR_OK;
     }
