@@ -122,6 +122,10 @@ typedef struct {
 
     unsigned                     listen:1;
     unsigned                     captures:1;
+    unsigned                     allow_connect:1;   /* a module takes
+                                                       CONNECT here (the
+                                                       forward proxy);
+                                                       else 405 */
 
     weir_http_core_loc_conf_t  **named_locations;
 } weir_http_core_srv_conf_t;

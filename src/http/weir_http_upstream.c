@@ -335,7 +335,9 @@ weir_http_upstream_choose(weir_http_upstream_t *u)
                                                            rs->naddrs,
                                                            &rs->host)
                 != WEIR_OK
-                || weir_http_upstream_keepalive_init_peer(r, us) != WEIR_OK
+                || (!u->connect
+                    && weir_http_upstream_keepalive_init_peer(r, us)
+                       != WEIR_OK)
                 || (u->proto->session && us
                     && weir_http_upstream_session_init_peer(r, us)
                        != WEIR_OK))
@@ -786,6 +788,17 @@ weir_http_upstream_connected(weir_http_upstream_t *u)
 
     /* as nginx's $upstream_connect_time: the TLS handshake included */
     u->cur->connect_time = weir_current_msec - ctx->attempt_start;
+
+    if (u->connect) {
+        /* a CONNECT: the connection is the answer; nothing is sent, the
+         * client's bytes go through as they are */
+        ctx->sending = 0;
+        u->request_sent = 1;
+        u->headers_in.status_n = WEIR_HTTP_OK;
+        u->cur->status = WEIR_HTTP_OK;
+        weir_http_upstream_start_tunnel(u);
+        return;
+    }
 
     if (u->proto->reinit) {
         u->proto->reinit(u);

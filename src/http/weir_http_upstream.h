@@ -760,6 +760,9 @@ struct weir_http_upstream_s {
     unsigned                         body_done:1;       /* emit_last seen */
     unsigned                         keepalive:1;       /* handler says ok */
     unsigned                         upgrade:1;         /* tunnel */
+    unsigned                         connect:1;         /* a CONNECT: once
+                                                           connected, a 200
+                                                           and a tunnel */
     unsigned                         buffering:1;
     unsigned                         request_buffering:1;
     unsigned                         store:1;           /* reserved */

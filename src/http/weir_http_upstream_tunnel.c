@@ -65,7 +65,7 @@ weir_http_upstream_start_tunnel(weir_http_upstream_t *u)
     r->keepalive = 0;
     r->lingering_close = 0;
 
-    if (u->process_header) {
+    if (u->process_header && !u->connect) {
         rc = u->process_header(r);
 
         if (rc != WEIR_OK) {
@@ -76,7 +76,15 @@ weir_http_upstream_start_tunnel(weir_http_upstream_t *u)
         }
     }
 
-    r->headers_out.status = WEIR_HTTP_SWITCHING_PROTOCOLS;
+    if (u->connect) {
+        r->headers_out.status = WEIR_HTTP_OK;
+        weir_str_set(&r->headers_out.status_line,
+                     "200 Connection established");
+
+    } else {
+        r->headers_out.status = WEIR_HTTP_SWITCHING_PROTOCOLS;
+    }
+
     r->headers_out.content_length_n = -1;
     r->header_only = 1;
 

@@ -1086,7 +1086,11 @@ weir_http_v1_process_request_header(weir_http_request_t *r)
         }
     }
 
-    if (r->method == WEIR_HTTP_CONNECT) {
+    if (r->method == WEIR_HTTP_CONNECT
+        && !((weir_http_core_srv_conf_t *)
+             weir_http_get_module_srv_conf(r, weir_http_core_module))
+            ->allow_connect)
+    {
         weir_http_v1_head_error(r, WEIR_HTTP_NOT_ALLOWED,
                                 "client sent CONNECT method");
         return WEIR_ERROR;
@@ -1488,8 +1492,11 @@ weir_http_v1_tunnel_start(weir_http_request_t *r, weir_str_t *preread)
 
     hb = r->header_in;
 
-    /* an HTTP/1.0 client knows no 101 */
-    if (r->http_version != WEIR_HTTP_VERSION_11 || hb == NULL) {
+    /* an HTTP/1.0 client knows no 101 (but may CONNECT) */
+    if ((r->http_version != WEIR_HTTP_VERSION_11
+         && r->method != WEIR_HTTP_CONNECT)
+        || hb == NULL)
+    {
         return WEIR_DECLINED;
     }
 

@@ -341,7 +341,13 @@ weir_http_v1_send_header(weir_http_request_t *r)
         p = weir_http_v1_put_lit(p, last, "\r\n");
     }
 
-    if (status != WEIR_HTTP_NO_CONTENT && status >= WEIR_HTTP_OK
+    if (r->method == WEIR_HTTP_CONNECT && status >= WEIR_HTTP_OK
+        && status < 300)
+    {
+        /* RFC 9110 9.3.6: the connection is a tunnel from here on; no
+         * framing, and no Connection header that could end it */
+
+    } else if (status != WEIR_HTTP_NO_CONTENT && status >= WEIR_HTTP_OK
         && r->headers_out.content_length_n >= 0
         && !(status == WEIR_HTTP_NOT_MODIFIED))
     {
@@ -354,7 +360,12 @@ weir_http_v1_send_header(weir_http_request_t *r)
         p = weir_http_v1_put_lit(p, last, "Transfer-Encoding: chunked\r\n");
     }
 
-    if (status == WEIR_HTTP_SWITCHING_PROTOCOLS) {
+    if (r->method == WEIR_HTTP_CONNECT && status >= WEIR_HTTP_OK
+        && status < 300)
+    {
+        /* the tunnel of a CONNECT */
+
+    } else if (status == WEIR_HTTP_SWITCHING_PROTOCOLS) {
         /* a relayed Upgrade: the connection becomes a tunnel */
         p = weir_http_v1_put_lit(p, last, "Connection: upgrade\r\n");
 

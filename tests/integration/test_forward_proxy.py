@@ -8,6 +8,7 @@ of the origin; origin-form requests are served as by any server.
 
 Names are answered by dnsserver.DNSServer on loopback."""
 
+import re
 import socket
 import subprocess
 
@@ -160,3 +161,201 @@ def test_post_body_is_relayed(weir, origin, dns):
     p = via_proxy(port, "http://www.test:%d/echo" % origin.port,
                   args=["--data-binary", "x" * 100000])
     assert status_of(p) == [200] and p.stdout == b"x" * 100000
+
+
+# ---- CONNECT
+
+
+class Echo:
+    """A TCP server on loopback that echoes every byte back and closes
+    its side once the peer has closed its own (half-close seen)."""
+
+    def __init__(self):
+        import threading
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.got_eof = False
+        self._stop = False
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self):
+        while not self._stop:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                continue
+            c.settimeout(10)
+            try:
+                while True:
+                    data = c.recv(65536)
+                    if not data:
+                        self.got_eof = True
+                        break
+                    c.sendall(data)
+            except OSError:
+                pass
+            c.close()
+
+    def stop(self):
+        self._stop = True
+        self._t.join(5)
+        self.sock.close()
+
+
+@pytest.fixture
+def echo():
+    e = Echo()
+    try:
+        yield e
+    finally:
+        e.stop()
+
+
+def connect_head(s, limit=4096):
+    data = b""
+    while b"\r\n\r\n" not in data and len(data) < limit:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head.decode("latin1"), rest
+
+
+def read_to_eof(s, limit=1 << 20):
+    data = b""
+    while len(data) < limit:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_connect_tunnels_bytes_untouched_with_half_close(weir, echo, dns):
+    dns.add("echo.test", ("A", "127.0.0.1", 60))
+    port = start(weir, dns, server="        forward_proxy_connect_ports %d;\n"
+                 % echo.port)
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    payload = bytes(range(256)) * 64 + b"\r\n\r\nGET / HTTP/1.1\r\n\r\n"
+    # the first bytes of the tunnel come in the same write as the head:
+    # none may be lost
+    s.sendall(b"CONNECT echo.test:%d HTTP/1.1\r\nHost: echo.test:%d\r\n"
+              b"Proxy-Connection: keep-alive\r\n\r\n" % (echo.port, echo.port)
+              + payload[:100])
+    head, rest = connect_head(s)
+    assert head.startswith("HTTP/1.1 200 Connection established"), head
+    low = head.lower()
+    assert "content-length" not in low and "transfer-encoding" not in low
+    assert "connection:" not in low
+    s.sendall(payload[100:])
+    s.shutdown(socket.SHUT_WR)
+    got = rest + read_to_eof(s)
+    s.close()
+    assert got == payload
+    assert echo.got_eof
+    # logged when the tunnel ends, which may be just after the client
+    # saw its end
+    weir.wait_log(re.escape("CONNECT echo.test:%d HTTP/1.1\" 200"
+                            % echo.port),
+                  path=weir.path("logs", "access.log"))
+
+
+def test_curl_proxytunnel(weir, origin, dns):
+    dns.add("www.test", ("A", "127.0.0.1", 60))
+    port = start(weir, dns, server="        forward_proxy_connect_ports %d;\n"
+                 % origin.port)
+    p = via_proxy(port, "http://www.test:%d/through" % origin.port,
+                  args=["-p"])
+    assert p.stdout == b"origin GET /through\n"
+    assert status_of(p) == [200, 200]
+
+
+def test_connect_port_not_allowed_is_403(weir, echo, dns):
+    dns.add("echo.test", ("A", "127.0.0.1", 60))
+    port = start(weir, dns)             # the default: 443 only
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"CONNECT echo.test:%d HTTP/1.1\r\nHost: x\r\n\r\n"
+              % echo.port)
+    head, _ = connect_head(s)
+    s.close()
+    assert head.startswith("HTTP/1.1 403"), head
+    assert ("CONNECT to \"echo.test:%d\" refused: port %d is not in "
+            "forward_proxy_connect_ports" % (echo.port, echo.port)) \
+        in weir.log()
+    assert dns.count("echo.test") == 0
+
+
+def test_connect_without_forward_proxy_is_405(weir, echo, dns):
+    port = start(weir, dns, forward="off")
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n"
+              % echo.port)
+    head, _ = connect_head(s)
+    s.close()
+    assert head.startswith("HTTP/1.1 405"), head
+
+
+@pytest.mark.parametrize("target", ["nowhere.test", "127.0.0.1"])
+def test_connect_to_unreachable_origin_is_502(weir, dns, target):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    cport = closed.getsockname()[1]
+    closed.close()
+    port = start(weir, dns, server="        forward_proxy_connect_ports %d;\n"
+                 % cport)
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: x\r\n\r\n"
+              % (target.encode(), cport))
+    head, _ = connect_head(s)
+    s.close()
+    assert head.startswith("HTTP/1.1 502"), head
+
+
+@pytest.mark.parametrize("args, reason", [
+    ("0", "invalid port \"0\""),
+    ("70000", "invalid port \"70000\""),
+    ("9-1", "invalid port \"9-1\""),
+    ("x", "invalid port \"x\""),
+])
+def test_connect_ports_errors(weir, args, reason):
+    from weirtest import run_weir
+    weir.allow.append(r"\[emerg\]")
+    path = weir.conf("events {\n}\nhttp {\n"
+                     "    forward_proxy_connect_ports %s;\n}\n" % args,
+                     preamble=False, events=False)
+    res = run_weir(["-t", "-c", path], prefix=weir.prefix, env=weir.env())
+    assert res.returncode == 1, res.stderr
+    assert "[emerg] %s in %s:4" % (reason, path) in res.stderr, res.stderr
+
+
+def test_https_through_connect_sees_the_origin_certificate(weir, dns, pki):
+    # no decryption: the client's TLS goes to the origin untouched
+    leaf = pki.leaf("tls.test")
+    oport = weir.port()
+    srv = subprocess.Popen(["openssl", "s_server", "-quiet", "-www",
+                            "-accept", "127.0.0.1:%d" % oport,
+                            "-cert", leaf.cert, "-key", leaf.key],
+                           stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        def up():
+            socket.create_connection(("127.0.0.1", oport), timeout=1).close()
+            return True
+        wait_for(up, what="openssl s_server")
+        dns.add("tls.test", ("A", "127.0.0.1", 60))
+        port = start(weir, dns, server="        forward_proxy_connect_ports"
+                     " %d;\n" % oport)
+        p = via_proxy(port, "https://tls.test:%d/" % oport,
+                      args=["--cacert", pki.ca_cert, "-v"])
+        assert b"s_server" in p.stdout
+        assert "CN=tls.test" in p.stderr.decode() \
+            or "tls.test" in p.stderr.decode()
+    finally:
+        srv.terminate()
+        srv.wait(10)

@@ -68,6 +68,9 @@ typedef struct {
     weir_flag_t                  pass_request_body;
     weir_flag_t                  via;
     weir_flag_t                  forward;   /* forward_proxy */
+    weir_array_t                *connect_ports; /* of in_port_t pairs
+                                                   (first, last): what a
+                                                   CONNECT may reach */
     weir_uint_t                  http_version;
 
     unsigned                     redirect_implicit:1;

@@ -36,6 +36,11 @@ static weir_int_t weir_http_proxy_handler(weir_http_request_t *r);
 static weir_int_t weir_http_proxy_forward_handler(weir_http_request_t *r);
 static weir_int_t weir_http_proxy_run(weir_http_request_t *r,
     weir_str_t *forward);
+static weir_int_t weir_http_proxy_connect(weir_http_request_t *r,
+    weir_http_proxy_loc_conf_t *plcf);
+static char *weir_http_proxy_connect_ports(weir_conf_t *cf,
+    weir_command_t *cmd, void *conf);
+static weir_int_t weir_http_proxy_postconfiguration(weir_conf_t *cf);
 static weir_int_t weir_http_proxy_take_url(weir_http_request_t *r,
     weir_str_t *target, weir_http_proxy_ctx_t *ctx);
 static weir_int_t weir_http_proxy_eval(weir_http_request_t *r,
@@ -317,6 +322,14 @@ static weir_command_t  weir_http_proxy_commands[] = {
       offsetof(weir_http_proxy_loc_conf_t, forward),
       NULL },
 
+    { weir_string("forward_proxy_connect_ports"),
+      WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
+      |WEIR_CONF_1MORE,
+      weir_http_proxy_connect_ports,
+      WEIR_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     weir_null_command
 };
 
@@ -330,7 +343,7 @@ static weir_http_phase_decl_t  weir_http_proxy_phases[] = {
 
 static weir_http_module_t  weir_http_proxy_module_ctx = {
     weir_http_proxy_add_variables,         /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    weir_http_proxy_postconfiguration,     /* postconfiguration */
 
     NULL,                                  /* create main configuration */
     NULL,                                  /* init main configuration */
@@ -639,6 +652,10 @@ weir_http_proxy_forward_handler(weir_http_request_t *r)
 
     plcf = weir_http_get_module_loc_conf(r, weir_http_proxy_module);
 
+    if (r->method == WEIR_HTTP_CONNECT && plcf->forward && r == r->main) {
+        return weir_http_proxy_connect(r, plcf);
+    }
+
     /* an HTTP/1 absolute-form target: the parser saw a scheme */
     if (!plcf->forward || r != r->main || r->schema_start == NULL
         || r->authority.len == 0 || r->schema.len == 0)
@@ -663,6 +680,61 @@ weir_http_proxy_forward_handler(weir_http_request_t *r)
     }
 
     return weir_http_proxy_run(r, &url);
+}
+
+
+/*
+ * CONNECT host:port (authority-form): to a port forward_proxy_connect_ports
+ * allows, the host looked up by the resolver; once connected the client
+ * gets "200 Connection established" and the bytes go both ways untouched
+ * (the upstream core's tunnel: half-close, proxy_read_timeout as the idle
+ * time, proxy_connect_timeout, proxy_next_upstream over the addresses).
+ */
+static weir_int_t
+weir_http_proxy_connect(weir_http_request_t *r,
+    weir_http_proxy_loc_conf_t *plcf)
+{
+    weir_int_t     rc, port;
+    weir_str_t     url;
+    weir_uint_t    i, ok;
+    in_port_t     *range;
+
+    if (r->port_start == NULL || r->port_end == NULL
+        || r->host_start == NULL || r->host_end == NULL)
+    {
+        return WEIR_HTTP_BAD_REQUEST;
+    }
+
+    port = weir_atoi(r->port_start, (size_t) (r->port_end - r->port_start));
+
+    ok = 0;
+    range = plcf->connect_ports->elts;
+
+    for (i = 0; port > 0 && i < plcf->connect_ports->nelts; i++) {
+        if (port >= range[2 * i] && port <= range[2 * i + 1]) {
+            ok = 1;
+            break;
+        }
+    }
+
+    if (!ok) {
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "CONNECT to \"%.*s\" refused: port %d is not in "
+                       "forward_proxy_connect_ports",
+                       WEIR_STR_ARG(r->unparsed_uri), (int) port);
+        return WEIR_HTTP_FORBIDDEN;
+    }
+
+    if (weir_pstrfmt(r->pool, &url, "http://%.*s",
+                     WEIR_STR_ARG(r->unparsed_uri))
+        != WEIR_OK)
+    {
+        return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = weir_http_proxy_run(r, &url);
+
+    return rc;
 }
 
 
@@ -698,6 +770,24 @@ weir_http_proxy_run(weir_http_request_t *r, weir_str_t *forward)
         /* the target names the origin: never an upstream block */
         u->resolved->by_name = 1;
         ctx->forward = 1;
+
+        if (r->method == WEIR_HTTP_CONNECT) {
+            /* HTTP/1.1 to the origin only (the tunnel is a TCP one) and
+             * no body: the bytes after the head are the tunnel's */
+            u->connect = 1;
+            u->conf = &plcf->upstream;
+            u->proto = &weir_http_upstream_v1_proto;
+            weir_str_set(&u->schema, "http://");
+            u->create_request = weir_http_proxy_create_request;
+            u->reinit_request = weir_http_proxy_reinit_request;
+            u->process_header = weir_http_proxy_process_header;
+            u->finalize_request = weir_http_proxy_finalize_request;
+            u->buffering = 0;
+            u->request_buffering = 1;
+            r->main->count++;
+            weir_http_upstream_init(r);
+            return WEIR_DONE;
+        }
 
     } else if (plcf->url == NULL) {
         ctx->vars = plcf->vars;
@@ -962,6 +1052,7 @@ weir_http_proxy_create_loc_conf(weir_conf_t *cf)
     conf->pass_request_body = WEIR_CONF_UNSET;
     conf->via = WEIR_CONF_UNSET;
     conf->forward = WEIR_CONF_UNSET;
+    conf->connect_ports = WEIR_CONF_UNSET_PTR;
     conf->http_version = WEIR_CONF_UNSET_UINT;
 
     return conf;
@@ -1147,6 +1238,7 @@ weir_http_proxy_merge_loc_conf(weir_conf_t *cf, void *parent, void *child)
     weir_http_proxy_loc_conf_t *conf = child;
 
     char                           *rv;
+    in_port_t                      *range;
     weir_http_upstream_srv_conf_t  *us;
     weir_http_core_main_conf_t     *cmcf;
 
@@ -1156,6 +1248,27 @@ weir_http_proxy_merge_loc_conf(weir_conf_t *cf, void *parent, void *child)
                           prev->pass_request_body, 1);
     weir_conf_merge_value(conf->via, prev->via, 0);
     weir_conf_merge_value(conf->forward, prev->forward, 0);
+
+    if (conf->connect_ports == WEIR_CONF_UNSET_PTR) {
+        if (prev->connect_ports == WEIR_CONF_UNSET_PTR) {
+            /* 443 only: never an open relay to any port by default */
+            prev->connect_ports = weir_array_create(cf->pool, 1,
+                                                    2 * sizeof(in_port_t));
+            if (prev->connect_ports == NULL) {
+                return WEIR_CONF_ERROR;
+            }
+
+            range = weir_array_push(prev->connect_ports);
+            if (range == NULL) {
+                return WEIR_CONF_ERROR;
+            }
+
+            range[0] = 443;
+            range[1] = 443;
+        }
+
+        conf->connect_ports = prev->connect_ports;
+    }
     weir_conf_merge_uint_value(conf->http_version, prev->http_version,
                                WEIR_HTTP_VERSION_11);
     weir_conf_merge_ptr_value(conf->method, prev->method, NULL);
@@ -1521,4 +1634,89 @@ weir_http_proxy_redirect(weir_conf_t *cf, weir_command_t *cmd, void *conf)
     }
 
     return WEIR_CONF_OK;
+}
+
+
+/* forward_proxy_connect_ports 443 8443 9000-9100; */
+static char *
+weir_http_proxy_connect_ports(weir_conf_t *cf, weir_command_t *cmd,
+    void *conf)
+{
+    weir_http_proxy_loc_conf_t  *plcf = conf;
+
+    weir_int_t      first, last;
+    weir_str_t     *value;
+    weir_uint_t     i;
+    in_port_t      *range;
+    unsigned char  *dash;
+
+    (void) cmd;
+
+    if (plcf->connect_ports != WEIR_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    plcf->connect_ports = weir_array_create(cf->pool, cf->args->nelts,
+                                            2 * sizeof(in_port_t));
+    if (plcf->connect_ports == NULL) {
+        return WEIR_CONF_ERROR;
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        dash = weir_strlchr(value[i].data, value[i].data + value[i].len,
+                            '-');
+
+        if (dash) {
+            first = weir_atoi(value[i].data, (size_t) (dash - value[i].data));
+            last = weir_atoi(dash + 1, (size_t) (value[i].data + value[i].len
+                                                 - dash - 1));
+        } else {
+            first = weir_atoi(value[i].data, value[i].len);
+            last = first;
+        }
+
+        if (first < 1 || last > 65535 || last < first) {
+            weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                                "invalid port \"%.*s\"",
+                                WEIR_STR_ARG(value[i]));
+            return WEIR_CONF_ERROR;
+        }
+
+        range = weir_array_push(plcf->connect_ports);
+        if (range == NULL) {
+            return WEIR_CONF_ERROR;
+        }
+
+        range[0] = (in_port_t) first;
+        range[1] = (in_port_t) last;
+    }
+
+    return WEIR_CONF_OK;
+}
+
+
+/* a server whose own level has forward_proxy on takes CONNECT (the
+ * request line is checked before any location is known) */
+static weir_int_t
+weir_http_proxy_postconfiguration(weir_conf_t *cf)
+{
+    weir_uint_t                   i;
+    weir_http_proxy_loc_conf_t   *plcf;
+    weir_http_core_srv_conf_t   **cscfp;
+    weir_http_core_main_conf_t   *cmcf;
+
+    cmcf = weir_http_conf_get_module_main_conf(cf, weir_http_core_module);
+    cscfp = cmcf->servers.elts;
+
+    for (i = 0; i < cmcf->servers.nelts; i++) {
+        plcf = cscfp[i]->ctx->loc_conf[weir_http_proxy_module.ctx_index];
+
+        if (plcf->forward == 1) {
+            cscfp[i]->allow_connect = 1;
+        }
+    }
+
+    return WEIR_OK;
 }
