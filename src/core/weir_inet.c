@@ -654,3 +654,129 @@ weir_inet_get_port(struct sockaddr *sa)
         return 0;
     }
 }
+
+
+weir_int_t
+weir_parse_cidr(weir_str_t *text, weir_cidr_t *cidr)
+{
+    int             bits, max, rc;
+    size_t          k, len;
+    char            buf[64];
+    weir_int_t      ret;
+    weir_str_t      addr, prefix;
+    unsigned char  *slash;
+
+    weir_memzero(cidr, sizeof(weir_cidr_t));
+
+    addr = *text;
+    prefix.len = 0;
+    prefix.data = NULL;
+
+    slash = weir_strlchr(text->data, text->data + text->len, '/');
+
+    if (slash) {
+        addr.len = slash - text->data;
+        prefix.data = slash + 1;
+        prefix.len = text->data + text->len - prefix.data;
+    }
+
+    if (addr.len == 0 || addr.len >= sizeof(buf)) {
+        return WEIR_ERROR;
+    }
+
+    weir_memcpy(buf, addr.data, addr.len);
+    buf[addr.len] = '\0';
+
+    if (weir_strchr(buf, ':')) {
+        cidr->family = AF_INET6;
+        len = 16;
+        rc = inet_pton(AF_INET6, buf, cidr->addr);
+
+    } else {
+        cidr->family = AF_INET;
+        len = 4;
+        rc = inet_pton(AF_INET, buf, cidr->addr);
+    }
+
+    if (rc != 1) {
+        return WEIR_ERROR;
+    }
+
+    max = (int) len * 8;
+    bits = max;
+
+    if (slash) {
+        bits = (int) weir_atoi(prefix.data, prefix.len);
+
+        if (prefix.len == 0 || bits == WEIR_ERROR || bits > max) {
+            return WEIR_ERROR;
+        }
+    }
+
+    for (k = 0; k < len; k++) {
+        if (bits >= 8) {
+            cidr->mask[k] = 0xff;
+            bits -= 8;
+
+        } else {
+            cidr->mask[k] = (unsigned char) (0xff00 >> bits);
+            bits = 0;
+        }
+    }
+
+    ret = WEIR_OK;
+
+    for (k = 0; k < len; k++) {
+        if (cidr->addr[k] & ~cidr->mask[k]) {
+            ret = WEIR_DECLINED;
+        }
+
+        cidr->addr[k] &= cidr->mask[k];
+    }
+
+    return ret;
+}
+
+
+weir_uint_t
+weir_cidr_match(weir_cidr_t *cidr, struct sockaddr *sa)
+{
+    int             family;
+    size_t          k, len;
+    unsigned char   addr[16];
+
+    family = sa->sa_family;
+
+    if (family == AF_INET) {
+        weir_memcpy(addr, &((struct sockaddr_in *) (void *) sa)->sin_addr, 4);
+        len = 4;
+
+    } else if (family == AF_INET6) {
+        weir_memcpy(addr, &((struct sockaddr_in6 *) (void *) sa)->sin6_addr,
+                    16);
+        len = 16;
+
+        if (IN6_IS_ADDR_V4MAPPED(
+                &((struct sockaddr_in6 *) (void *) sa)->sin6_addr))
+        {
+            weir_memmove(addr, addr + 12, 4);
+            family = AF_INET;
+            len = 4;
+        }
+
+    } else {
+        return 0;
+    }
+
+    if (family != cidr->family) {
+        return 0;
+    }
+
+    for (k = 0; k < len; k++) {
+        if ((addr[k] & cidr->mask[k]) != cidr->addr[k]) {
+            return 0;
+        }
+    }
+
+    return 1;
+}

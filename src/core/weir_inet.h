@@ -35,4 +35,17 @@ weir_int_t weir_cmp_sockaddr(struct sockaddr *sa1, socklen_t slen1,
     struct sockaddr *sa2, socklen_t slen2, weir_uint_t cmp_port);
 in_port_t weir_inet_get_port(struct sockaddr *sa);
 
+/* an address block: "192.0.2.0/24", "2001:db8::/32", or one address */
+typedef struct {
+    int                       family;   /* AF_INET or AF_INET6 */
+    unsigned char             addr[16]; /* masked */
+    unsigned char             mask[16];
+} weir_cidr_t;
+
+/* WEIR_OK; WEIR_DECLINED: valid, but bits below the prefix were set (and
+ * are cleared: the caller may warn); WEIR_ERROR: not an address block */
+weir_int_t weir_parse_cidr(weir_str_t *text, weir_cidr_t *cidr);
+/* is sa in the block? An IPv4-mapped IPv6 address is its IPv4 one */
+weir_uint_t weir_cidr_match(weir_cidr_t *cidr, struct sockaddr *sa);
+
 #endif /* _WEIR_INET_H_INCLUDED_ */

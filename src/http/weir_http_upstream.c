@@ -26,6 +26,8 @@ static void weir_http_upstream_cleanup(void *data);
 static weir_int_t weir_http_upstream_choose(weir_http_upstream_t *u);
 static void weir_http_upstream_start_connect(weir_http_upstream_t *u);
 static weir_int_t weir_http_upstream_resolve(weir_http_upstream_t *u);
+static weir_int_t weir_http_upstream_filter_addrs(weir_http_upstream_t *u,
+    weir_http_upstream_resolved_t *rs);
 static void weir_http_upstream_resolve_handler(weir_resolver_ctx_t *rctx);
 static weir_int_t weir_http_upstream_resolved(weir_http_upstream_t *u,
     weir_resolver_ctx_t *rctx);
@@ -327,6 +329,12 @@ weir_http_upstream_choose(weir_http_upstream_t *u)
 
         umcf = weir_http_get_module_main_conf(r, weir_http_upstream_module);
 
+        if (rs->addrs && (rs->deny || rs->no_loop)
+            && weir_http_upstream_filter_addrs(u, rs) != WEIR_OK)
+        {
+            return WEIR_ERROR;
+        }
+
         if (rs->addrs) {
             /* the pools of every peer named at request time */
             us = umcf ? umcf->resolved : NULL;
@@ -494,6 +502,110 @@ weir_http_upstream_resolved(weir_http_upstream_t *u,
     rs->naddrs = rctx->naddrs;
 
     return weir_http_upstream_choose(u);
+}
+
+
+/*
+ * A forward proxy's destinations: the addresses a name gave that are in
+ * the deny list, or that are weir's own listening sockets (a request to
+ * itself would loop), are dropped; with none left the request is a 403
+ * naming the address.
+ */
+static weir_int_t
+weir_http_upstream_filter_addrs(weir_http_upstream_t *u,
+    weir_http_upstream_resolved_t *rs)
+{
+    const char           *why;
+    weir_uint_t           i, j, k, n, wildcard;
+    weir_addr_t          *a;
+    weir_cidr_t          *cidr;
+    weir_listening_t     *ls;
+    struct sockaddr      *sa;
+    weir_http_request_t  *r;
+
+    r = u->request;
+    a = rs->addrs;
+    n = 0;
+    why = NULL;
+
+    for (i = 0; i < rs->naddrs; i++) {
+        sa = a[i].sockaddr;
+
+        if (rs->deny) {
+            cidr = rs->deny->elts;
+
+            for (k = 0; k < rs->deny->nelts; k++) {
+                if (weir_cidr_match(&cidr[k], sa)) {
+                    break;
+                }
+            }
+
+            if (k < rs->deny->nelts) {
+                why = "in forward_proxy_deny";
+                weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                               "%.*s (%.*s) refused: the address is %s",
+                               WEIR_STR_ARG(rs->host),
+                               WEIR_STR_ARG(a[i].name), why);
+                continue;
+            }
+        }
+
+        if (rs->no_loop) {
+            ls = weir_cycle->listening.elts;
+
+            for (j = 0; j < weir_cycle->listening.nelts; j++) {
+                if (ls[j].sockaddr->sa_family != sa->sa_family
+                    || weir_inet_get_port(ls[j].sockaddr)
+                       != weir_inet_get_port(sa))
+                {
+                    continue;
+                }
+
+                /* a wildcard listener takes any local address: the
+                 * loopback ones are the ones known to be local */
+                wildcard = (sa->sa_family == AF_INET)
+                    ? ((struct sockaddr_in *) (void *) ls[j].sockaddr)
+                          ->sin_addr.s_addr == htonl(INADDR_ANY)
+                    : IN6_IS_ADDR_UNSPECIFIED(
+                          &((struct sockaddr_in6 *) (void *)
+                            ls[j].sockaddr)->sin6_addr);
+
+                if (weir_cmp_sockaddr(ls[j].sockaddr, ls[j].socklen, sa,
+                                      a[i].socklen, 1) == WEIR_OK
+                    || (wildcard
+                        && ((sa->sa_family == AF_INET
+                             && (ntohl(((struct sockaddr_in *) (void *) sa)
+                                       ->sin_addr.s_addr) >> 24) == 127)
+                            || (sa->sa_family == AF_INET6
+                                && IN6_IS_ADDR_LOOPBACK(
+                                       &((struct sockaddr_in6 *) (void *) sa)
+                                           ->sin6_addr)))))
+                {
+                    break;
+                }
+            }
+
+            if (j < weir_cycle->listening.nelts) {
+                why = "weir's own listening address (a loop)";
+                weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                               "%.*s (%.*s) refused: the address is %s",
+                               WEIR_STR_ARG(rs->host),
+                               WEIR_STR_ARG(a[i].name), why);
+                continue;
+            }
+        }
+
+        a[n++] = a[i];
+    }
+
+    rs->naddrs = n;
+
+    if (n == 0) {
+        weir_http_finalize_request(r, WEIR_HTTP_FORBIDDEN);
+        return WEIR_ERROR;
+    }
+
+    return WEIR_OK;
 }
 
 

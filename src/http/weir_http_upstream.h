@@ -695,6 +695,10 @@ typedef struct {
     weir_uint_t                  naddrs;
     unsigned                     by_name:1; /* a host, never a group (a
                                                forward proxy's target) */
+    unsigned                     no_loop:1; /* never one of weir's own
+                                               listening addresses */
+    weir_array_t                *deny;      /* of weir_cidr_t: addresses
+                                               never connected to */
 } weir_http_upstream_resolved_t;
 
 struct weir_http_upstream_s {

@@ -359,3 +359,60 @@ def test_https_through_connect_sees_the_origin_certificate(weir, dns, pki):
     finally:
         srv.terminate()
         srv.wait(10)
+
+
+# ---- destinations refused
+
+
+def test_deny_list_refuses_the_destination(weir, origin, dns):
+    dns.add("inside.test", ("A", "127.0.0.1", 60))
+    port = start(weir, dns, server=("        forward_proxy_deny 10.0.0.0/8 "
+                                    "127.0.0.0/8 ::1;\n"
+                                    "        forward_proxy_connect_ports"
+                                    " %d;\n" % origin.port))
+    p = via_proxy(port, "http://inside.test:%d/x" % origin.port)
+    assert status_of(p) == [403]
+    p = via_proxy(port, "http://127.0.0.1:%d/x" % origin.port)
+    assert status_of(p) == [403]
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"CONNECT inside.test:%d HTTP/1.1\r\nHost: x\r\n\r\n"
+              % origin.port)
+    head, _ = connect_head(s)
+    s.close()
+    assert head.startswith("HTTP/1.1 403"), head
+    assert origin.requests == [] and origin.accepted == 0
+    assert ("inside.test (127.0.0.1:%d) refused: the address is in "
+            "forward_proxy_deny" % origin.port) in weir.log()
+
+
+def test_a_request_to_weir_itself_is_refused(weir, dns):
+    port = weir.port()
+    dns.add("me.test", ("A", "127.0.0.1", 60))
+    start_port = start(weir, dns, server=(
+        "        forward_proxy_connect_ports 1-65535;\n"
+        "        listen 127.0.0.1:%d;\n" % port))
+    for target in (start_port, port):
+        p = via_proxy(start_port, "http://me.test:%d/loop" % target)
+        assert status_of(p) == [403]
+        s = socket.create_connection(("127.0.0.1", start_port), timeout=10)
+        s.sendall(b"CONNECT me.test:%d HTTP/1.1\r\nHost: x\r\n\r\n" % target)
+        head, _ = connect_head(s)
+        s.close()
+        assert head.startswith("HTTP/1.1 403"), head
+    assert "refused: the address is weir's own listening address (a loop)" \
+        in weir.log()
+    # one request each: none came back in through the proxy
+    log = open(weir.path("logs", "access.log")).read()
+    assert log.count("/loop") == 2, log
+
+
+def test_forward_deny_errors(weir):
+    from weirtest import run_weir
+    weir.allow.append(r"\[emerg\]")
+    path = weir.conf("events {\n}\nhttp {\n"
+                     "    forward_proxy_deny 10.0.0.0/33;\n}\n",
+                     preamble=False, events=False)
+    res = run_weir(["-t", "-c", path], prefix=weir.prefix, env=weir.env())
+    assert res.returncode == 1, res.stderr
+    assert "[emerg] invalid address \"10.0.0.0/33\" in %s:4" % path \
+        in res.stderr, res.stderr

@@ -309,3 +309,63 @@ WEIR_UNIT_TEST(inet_sock_ntop)
                          sizeof(text), 1);
     WEIR_CHECK_MEM(text, len, "unix:/run/w.sock");
 }
+
+
+static weir_int_t
+test_inet_cidr(const char *text, weir_cidr_t *cidr)
+{
+    weir_str_t  s;
+
+    s.data = (unsigned char *) text;
+    s.len = strlen(text);
+
+    return weir_parse_cidr(&s, cidr);
+}
+
+
+static weir_uint_t
+test_inet_in(weir_cidr_t *cidr, const char *addr)
+{
+    char           name[128];
+    weir_array_t  *a;
+    weir_addr_t   *aa;
+
+    if (test_inet_parse(addr, 80, &a, name, sizeof(name)) != NULL) {
+        return 2;
+    }
+
+    aa = a->elts;
+
+    return weir_cidr_match(cidr, aa->sockaddr);
+}
+
+
+WEIR_UNIT_TEST(inet_cidr)
+{
+    weir_cidr_t  c;
+
+    WEIR_CHECK_INT(test_inet_cidr("10.0.0.0/8", &c), WEIR_OK);
+    WEIR_CHECK_INT(test_inet_in(&c, "10.200.3.4:80"), 1);
+    WEIR_CHECK_INT(test_inet_in(&c, "11.0.0.1:80"), 0);
+    WEIR_CHECK_INT(test_inet_in(&c, "[::ffff:10.1.2.3]:80"), 1);
+    WEIR_CHECK_INT(test_inet_in(&c, "[::1]:80"), 0);
+
+    WEIR_CHECK_INT(test_inet_cidr("127.0.0.1", &c), WEIR_OK);
+    WEIR_CHECK_INT(test_inet_in(&c, "127.0.0.1:80"), 1);
+    WEIR_CHECK_INT(test_inet_in(&c, "127.0.0.2:80"), 0);
+
+    /* low bits set: valid, cleared, and said */
+    WEIR_CHECK_INT(test_inet_cidr("192.168.1.7/24", &c), WEIR_DECLINED);
+    WEIR_CHECK_INT(test_inet_in(&c, "192.168.1.200:80"), 1);
+
+    WEIR_CHECK_INT(test_inet_cidr("2001:db8::/32", &c), WEIR_OK);
+    WEIR_CHECK_INT(test_inet_in(&c, "[2001:db8:1::5]:80"), 1);
+    WEIR_CHECK_INT(test_inet_in(&c, "[2001:db9::5]:80"), 0);
+    WEIR_CHECK_INT(test_inet_in(&c, "10.0.0.1:80"), 0);
+
+    WEIR_CHECK_INT(test_inet_cidr("10.0.0.0/33", &c), WEIR_ERROR);
+    WEIR_CHECK_INT(test_inet_cidr("10.0.0.0/", &c), WEIR_ERROR);
+    WEIR_CHECK_INT(test_inet_cidr("::/129", &c), WEIR_ERROR);
+    WEIR_CHECK_INT(test_inet_cidr("host", &c), WEIR_ERROR);
+    WEIR_CHECK_INT(test_inet_cidr("", &c), WEIR_ERROR);
+}

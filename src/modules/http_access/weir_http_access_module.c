@@ -12,9 +12,7 @@
 
 
 typedef struct {
-    int                  family;        /* AF_INET, AF_INET6, 0: all */
-    unsigned char        addr[16];
-    unsigned char        mask[16];
+    weir_cidr_t          cidr;          /* family 0: all */
     weir_uint_t          deny;
 } weir_http_access_rule_t;
 
@@ -97,11 +95,7 @@ weir_module_t  weir_http_access_module = {
 static weir_int_t
 weir_http_access_handler(weir_http_request_t *r)
 {
-    int                           family;
-    size_t                        len, k;
     weir_uint_t                   i;
-    unsigned char                 addr[16];
-    struct sockaddr              *sa;
     weir_http_access_rule_t      *rule;
     weir_http_access_loc_conf_t  *alcf;
 
@@ -111,47 +105,14 @@ weir_http_access_handler(weir_http_request_t *r)
         return WEIR_DECLINED;
     }
 
-    sa = r->connection->sockaddr;
-    family = sa->sa_family;
-    len = 0;
-
-    if (family == AF_INET) {
-        weir_memcpy(addr,
-                    &((struct sockaddr_in *) (void *) sa)->sin_addr, 4);
-        len = 4;
-
-    } else if (family == AF_INET6) {
-        weir_memcpy(addr,
-                    &((struct sockaddr_in6 *) (void *) sa)->sin6_addr, 16);
-        len = 16;
-
-        if (IN6_IS_ADDR_V4MAPPED(
-                &((struct sockaddr_in6 *) (void *) sa)->sin6_addr))
-        {
-            weir_memmove(addr, addr + 12, 4);
-            family = AF_INET;
-            len = 4;
-        }
-    }
-
     rule = alcf->rules->elts;
 
     for (i = 0; i < alcf->rules->nelts; i++) {
 
-        if (rule[i].family != 0) {
-            if (rule[i].family != family) {
-                continue;
-            }
-
-            for (k = 0; k < len; k++) {
-                if ((addr[k] & rule[i].mask[k]) != rule[i].addr[k]) {
-                    break;
-                }
-            }
-
-            if (k < len) {
-                continue;
-            }
+        if (rule[i].cidr.family != 0
+            && !weir_cidr_match(&rule[i].cidr, r->connection->sockaddr))
+        {
+            continue;
         }
 
         if (rule[i].deny) {
@@ -204,11 +165,8 @@ weir_http_access_rule(weir_conf_t *cf, weir_command_t *cmd, void *conf)
 {
     weir_http_access_loc_conf_t  *alcf = conf;
 
-    int                         bits, max, rc;
-    size_t                      k, len;
-    char                        text[64];
-    weir_str_t                 *value, addr, prefix;
-    unsigned char              *slash;
+    weir_int_t                  rc;
+    weir_str_t                 *value;
     weir_http_access_rule_t    *rule;
 
     value = cf->args->elts;
@@ -231,7 +189,6 @@ weir_http_access_rule(weir_conf_t *cf, weir_command_t *cmd, void *conf)
     rule->deny = (cmd->name.len == 4);     /* "deny" */
 
     if (weir_str_eq_lit(&value[1], "all")) {
-        rule->family = 0;
         return WEIR_CONF_OK;
     }
 
@@ -242,80 +199,20 @@ weir_http_access_rule(weir_conf_t *cf, weir_command_t *cmd, void *conf)
         return WEIR_CONF_ERROR;
     }
 
-    addr = value[1];
-    prefix.len = 0;
-    prefix.data = NULL;
+    rc = weir_parse_cidr(&value[1], &rule->cidr);
 
-    slash = weir_strlchr(value[1].data, value[1].data + value[1].len, '/');
-
-    if (slash) {
-        addr.len = slash - value[1].data;
-        prefix.data = slash + 1;
-        prefix.len = value[1].data + value[1].len - prefix.data;
+    if (rc == WEIR_ERROR) {
+        weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                            "invalid parameter \"%.*s\"",
+                            WEIR_STR_ARG(value[1]));
+        return WEIR_CONF_ERROR;
     }
 
-    if (addr.len == 0 || addr.len >= sizeof(text)) {
-        goto invalid;
-    }
-
-    weir_memcpy(text, addr.data, addr.len);
-    text[addr.len] = '\0';
-
-    if (weir_strchr(text, ':')) {
-        rule->family = AF_INET6;
-        len = 16;
-        rc = inet_pton(AF_INET6, text, rule->addr);
-
-    } else {
-        rule->family = AF_INET;
-        len = 4;
-        rc = inet_pton(AF_INET, text, rule->addr);
-    }
-
-    if (rc != 1) {
-        goto invalid;
-    }
-
-    max = (int) len * 8;
-    bits = max;
-
-    if (slash) {
-        bits = (int) weir_atoi(prefix.data, prefix.len);
-
-        if (prefix.len == 0 || bits == WEIR_ERROR || bits > max) {
-            goto invalid;
-        }
-    }
-
-    for (k = 0; k < len; k++) {
-        if (bits >= 8) {
-            rule->mask[k] = 0xff;
-            bits -= 8;
-
-        } else {
-            rule->mask[k] = (unsigned char) (0xff00 >> bits);
-            bits = 0;
-        }
-    }
-
-    for (k = 0; k < len; k++) {
-        if (rule->addr[k] & ~rule->mask[k]) {
-            weir_conf_log_error(WEIR_LOG_WARN, cf, 0,
-                                "low address bits of %.*s are meaningless",
-                                WEIR_STR_ARG(value[1]));
-            break;
-        }
-    }
-
-    for (k = 0; k < len; k++) {
-        rule->addr[k] &= rule->mask[k];
+    if (rc == WEIR_DECLINED) {
+        weir_conf_log_error(WEIR_LOG_WARN, cf, 0,
+                            "low address bits of %.*s are meaningless",
+                            WEIR_STR_ARG(value[1]));
     }
 
     return WEIR_CONF_OK;
-
-invalid:
-
-    weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
-                        "invalid parameter \"%.*s\"", WEIR_STR_ARG(value[1]));
-    return WEIR_CONF_ERROR;
 }

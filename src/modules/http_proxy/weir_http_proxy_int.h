@@ -68,6 +68,8 @@ typedef struct {
     weir_flag_t                  pass_request_body;
     weir_flag_t                  via;
     weir_flag_t                  forward;   /* forward_proxy */
+    weir_array_t                *forward_deny;  /* of weir_cidr_t, or
+                                                   NULL */
     weir_array_t                *connect_ports; /* of in_port_t pairs
                                                    (first, last): what a
                                                    CONNECT may reach */

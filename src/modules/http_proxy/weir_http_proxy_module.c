@@ -40,6 +40,8 @@ static weir_int_t weir_http_proxy_connect(weir_http_request_t *r,
     weir_http_proxy_loc_conf_t *plcf);
 static char *weir_http_proxy_connect_ports(weir_conf_t *cf,
     weir_command_t *cmd, void *conf);
+static char *weir_http_proxy_forward_deny(weir_conf_t *cf,
+    weir_command_t *cmd, void *conf);
 static weir_int_t weir_http_proxy_postconfiguration(weir_conf_t *cf);
 static weir_int_t weir_http_proxy_take_url(weir_http_request_t *r,
     weir_str_t *target, weir_http_proxy_ctx_t *ctx);
@@ -320,6 +322,14 @@ static weir_command_t  weir_http_proxy_commands[] = {
       weir_conf_set_flag_slot,
       WEIR_HTTP_LOC_CONF_OFFSET,
       offsetof(weir_http_proxy_loc_conf_t, forward),
+      NULL },
+
+    { weir_string("forward_proxy_deny"),
+      WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_HTTP_LOC_CONF
+      |WEIR_CONF_1MORE,
+      weir_http_proxy_forward_deny,
+      WEIR_HTTP_LOC_CONF_OFFSET,
+      0,
       NULL },
 
     { weir_string("forward_proxy_connect_ports"),
@@ -769,6 +779,8 @@ weir_http_proxy_run(weir_http_request_t *r, weir_str_t *forward)
 
         /* the target names the origin: never an upstream block */
         u->resolved->by_name = 1;
+        u->resolved->no_loop = 1;
+        u->resolved->deny = plcf->forward_deny;
         ctx->forward = 1;
 
         if (r->method == WEIR_HTTP_CONNECT) {
@@ -1053,6 +1065,7 @@ weir_http_proxy_create_loc_conf(weir_conf_t *cf)
     conf->via = WEIR_CONF_UNSET;
     conf->forward = WEIR_CONF_UNSET;
     conf->connect_ports = WEIR_CONF_UNSET_PTR;
+    conf->forward_deny = WEIR_CONF_UNSET_PTR;
     conf->http_version = WEIR_CONF_UNSET_UINT;
 
     return conf;
@@ -1248,6 +1261,7 @@ weir_http_proxy_merge_loc_conf(weir_conf_t *cf, void *parent, void *child)
                           prev->pass_request_body, 1);
     weir_conf_merge_value(conf->via, prev->via, 0);
     weir_conf_merge_value(conf->forward, prev->forward, 0);
+    weir_conf_merge_ptr_value(conf->forward_deny, prev->forward_deny, NULL);
 
     if (conf->connect_ports == WEIR_CONF_UNSET_PTR) {
         if (prev->connect_ports == WEIR_CONF_UNSET_PTR) {
@@ -1691,6 +1705,58 @@ weir_http_proxy_connect_ports(weir_conf_t *cf, weir_command_t *cmd,
 
         range[0] = (in_port_t) first;
         range[1] = (in_port_t) last;
+    }
+
+    return WEIR_CONF_OK;
+}
+
+
+/* forward_proxy_deny 10.0.0.0/8 169.254.0.0/16 ...; */
+static char *
+weir_http_proxy_forward_deny(weir_conf_t *cf, weir_command_t *cmd,
+    void *conf)
+{
+    weir_http_proxy_loc_conf_t  *plcf = conf;
+
+    weir_int_t     rc;
+    weir_str_t    *value;
+    weir_uint_t    i;
+    weir_cidr_t   *cidr;
+
+    (void) cmd;
+
+    if (plcf->forward_deny != WEIR_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    plcf->forward_deny = weir_array_create(cf->pool, cf->args->nelts,
+                                           sizeof(weir_cidr_t));
+    if (plcf->forward_deny == NULL) {
+        return WEIR_CONF_ERROR;
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        cidr = weir_array_push(plcf->forward_deny);
+        if (cidr == NULL) {
+            return WEIR_CONF_ERROR;
+        }
+
+        rc = weir_parse_cidr(&value[i], cidr);
+
+        if (rc == WEIR_ERROR) {
+            weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                                "invalid address \"%.*s\"",
+                                WEIR_STR_ARG(value[i]));
+            return WEIR_CONF_ERROR;
+        }
+
+        if (rc == WEIR_DECLINED) {
+            weir_conf_log_error(WEIR_LOG_WARN, cf, 0,
+                                "low address bits of %.*s are meaningless",
+                                WEIR_STR_ARG(value[i]));
+        }
     }
 
     return WEIR_CONF_OK;
