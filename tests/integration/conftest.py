@@ -146,6 +146,19 @@ def blackhole():
         bh.close()
 
 
+@pytest.fixture
+def dns():
+    """A started dnsserver.DNSServer on loopback (the resolver tests'
+    names), stopped at teardown."""
+    import dnsserver
+
+    d = dnsserver.DNSServer().start()
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
 # ---- TLS: the test PKI (tlspki.py) and the ssl module's preamble
 
 @pytest.fixture(scope="session")

@@ -14,19 +14,9 @@ import subprocess
 
 import pytest
 
-from dnsserver import DNSServer
 from weirtest import DEADLINE, wait_for
 
 CURL = "curl"
-
-
-@pytest.fixture
-def dns():
-    d = DNSServer().start()
-    try:
-        yield d
-    finally:
-        d.stop()
 
 
 def start(weir, dns, server="", http="", forward="on"):

@@ -16,18 +16,8 @@ import time
 
 import pytest
 
-from dnsserver import DNSServer
 from test_proxy_h2 import curl, start, status_of
 from weirtest import ipv6_available, run_weir
-
-
-@pytest.fixture
-def dns():
-    d = DNSServer().start()
-    try:
-        yield d
-    finally:
-        d.stop()
 
 
 def run(weir, origin, dns, resolver_args="", http="", location="",
