@@ -16,8 +16,6 @@
 #include "weir_event_posted.h"
 #include "weir_resolver.h"
 
-weir_resolver_stats_t  weir_resolver_stats;
-
 #if (WEIR_HAVE_CARES)
 
 #include <ares.h>
@@ -792,7 +790,6 @@ weir_resolve(weir_resolver_ctx_t *ctx)
     if (rn != NULL && !rn->pending && rn->expire > weir_time()) {
         weir_queue_remove(&rn->lru);
         weir_queue_insert_head(&res->lru, &rn->lru);
-        weir_resolver_stats.hits++;
         weir_resolver_fill(ctx, rn);
         return WEIR_OK;
     }
@@ -897,7 +894,6 @@ weir_resolver_query(weir_resolver_node_t *rn)
     hints.ai_flags = ARES_AI_NOSORT;
 
     rn->pending = 1;
-    weir_resolver_stats.queries++;
 
     weir_log_debug(res->log, 0, "resolver: querying \"%s\"", name);
 
@@ -1002,12 +998,10 @@ weir_resolver_answer(void *arg, int status, int timeouts,
     case ARES_ENODATA:
     case ARES_EBADNAME:
         valid = res->valid ? res->valid : WEIR_RESOLVER_NEGATIVE_TTL;
-        weir_resolver_stats.failures++;
         break;
 
     default:
         valid = WEIR_RESOLVER_FAILURE_TTL;
-        weir_resolver_stats.failures++;
         break;
     }
 

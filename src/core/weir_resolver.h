@@ -82,13 +82,4 @@ weir_resolver_t *weir_resolver_create(weir_conf_t *cf);
 weir_int_t weir_resolve(weir_resolver_ctx_t *ctx);
 void weir_resolve_cancel(weir_resolver_ctx_t *ctx);
 
-/* counters of this worker, for the status page and tests */
-typedef struct {
-    weir_uint_t                 queries;    /* sent to the servers */
-    weir_uint_t                 hits;       /* answered from the cache */
-    weir_uint_t                 failures;   /* queries that failed */
-} weir_resolver_stats_t;
-
-extern weir_resolver_stats_t  weir_resolver_stats;
-
 #endif /* _WEIR_RESOLVER_H_INCLUDED_ */
