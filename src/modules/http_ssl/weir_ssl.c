@@ -859,3 +859,71 @@ weir_ssl_connection_error(weir_connection_t *c, int sslerr, weir_err_t err,
 
     weir_ssl_error(level, c->log, err, "%s", text);
 }
+
+
+/* ---- the ClientHello, inside a client-hello callback ------------------- */
+
+#define WEIR_SSL_EXT_ALPN  TLSEXT_TYPE_application_layer_protocol_negotiation
+
+void
+weir_ssl_client_hello_server_name(SSL *ssl, weir_str_t *name)
+{
+    size_t                len, nlen;
+    const unsigned char  *p;
+
+    name->len = 0;
+    name->data = NULL;
+
+    /* server_name_list: a 2-byte length, then (type, 2-byte length,
+     * name) entries; the first host_name is the one (RFC 6066) */
+    if (!SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &len)
+        || len < 2)
+    {
+        return;
+    }
+
+    if ((size_t) ((p[0] << 8) | p[1]) + 2 != len) {
+        return;
+    }
+
+    p += 2;
+    len -= 2;
+
+    while (len >= 3) {
+        nlen = (size_t) ((p[1] << 8) | p[2]);
+
+        if (nlen + 3 > len) {
+            return;
+        }
+
+        if (p[0] == TLSEXT_NAMETYPE_host_name) {
+            name->data = (unsigned char *) p + 3;
+            name->len = nlen;
+            return;
+        }
+
+        p += nlen + 3;
+        len -= nlen + 3;
+    }
+}
+
+
+void
+weir_ssl_client_hello_alpn(SSL *ssl, weir_str_t *alpn)
+{
+    size_t                len;
+    const unsigned char  *p;
+
+    alpn->len = 0;
+    alpn->data = NULL;
+
+    if (!SSL_client_hello_get0_ext(ssl, WEIR_SSL_EXT_ALPN, &p, &len)
+        || len < 2
+        || (size_t) ((p[0] << 8) | p[1]) + 2 != len)
+    {
+        return;
+    }
+
+    alpn->data = (unsigned char *) p + 2;
+    alpn->len = len - 2;
+}

@@ -74,6 +74,9 @@ typedef struct {
      * holds (read ahead) is only part of a record, and the next read
      * event brings the rest; see weir_ssl_pending_op */
     unsigned                     drained:1;
+    /* a callback of the handshake waits for an asynchronous step (see
+     * weir_ssl_handshake) */
+    unsigned                     waiting:1;
 } weir_ssl_conn_t;
 
 #define weir_ssl_conn(c)  ((weir_ssl_conn_t *) (c)->ssl)
@@ -196,6 +199,42 @@ weir_int_t weir_ssl_create_connection(weir_ssl_t *ssl, weir_connection_t *c,
  * Timers stay the caller's business.
  */
 weir_int_t weir_ssl_handshake(weir_connection_t *c);
+
+/*
+ * The asynchronous certificate step, for any server-side user: a
+ * client-hello callback (SSL_CTX_set_client_hello_cb) or a certificate
+ * callback that must wait for work of its own - an origin to connect
+ * to, a certificate to mint - starts that work and returns
+ * SSL_CLIENT_HELLO_RETRY (the certificate callback: -1). The handshake
+ * then returns WEIR_AGAIN as for any wait, with the connection's events
+ * parked (what the client sends meanwhile stays in the socket; the
+ * caller's handshake timer still runs). When the work is done, from the
+ * event loop, weir_ssl_handshake_resume(c) runs the handshake again:
+ * OpenSSL calls the callback again, which now finds what it needs, and
+ * the handshake ends as any asynchronous one (sslc->handler). A timer
+ * that fires meanwhile ends it as failed (c->timedout); the step then
+ * finds the connection gone or no longer waiting, so its resume does
+ * nothing.
+ */
+void weir_ssl_handshake_resume(weir_connection_t *c);
+
+/*
+ * Bytes that were read from c's socket before TLS was put on it (the
+ * ClientHello that came in the same read as a CONNECT head): OpenSSL
+ * reads them first, then the socket. Copied; call right after
+ * weir_ssl_create_connection. WEIR_OK or WEIR_ERROR.
+ */
+weir_int_t weir_ssl_set_preread(weir_connection_t *c, unsigned char *data,
+    size_t len);
+
+/*
+ * Inside a client-hello callback: the server name the client sent
+ * (SNI; name->len 0 without one) and its ALPN offer (the wire form,
+ * length-prefixed names; len 0 without one). Pointers into OpenSSL's
+ * copy of the ClientHello: valid during the callback.
+ */
+void weir_ssl_client_hello_server_name(SSL *ssl, weir_str_t *name);
+void weir_ssl_client_hello_alpn(SSL *ssl, weir_str_t *alpn);
 
 ssize_t weir_ssl_recv(weir_connection_t *c, unsigned char *buf,
     size_t size);

@@ -146,6 +146,7 @@ weir_ssl_handshake(weir_connection_t *c)
     if (n == 1) {
         sslc->handshaked = 1;
         sslc->drained = 0;
+        sslc->waiting = 0;
 
         weir_log_debug(c->log, 0, "SSL: %s, cipher: \"%s\"",
                        SSL_get_version(sslc->connection),
@@ -158,6 +159,20 @@ weir_ssl_handshake(weir_connection_t *c)
     err = (sslerr == SSL_ERROR_SYSCALL) ? weir_errno : 0;
 
     sslc->last = sslerr;
+
+    if (sslerr == SSL_ERROR_WANT_CLIENT_HELLO_CB
+        || sslerr == SSL_ERROR_WANT_X509_LOOKUP)
+    {
+        /* the asynchronous step: a callback of the handshake waits for
+         * work of its own and calls weir_ssl_handshake_resume when it
+         * is done; the connection's events are parked until then */
+        sslc->waiting = 1;
+        c->read->handler = weir_ssl_handshake_handler;
+        c->write->handler = weir_ssl_handshake_handler;
+        return WEIR_AGAIN;
+    }
+
+    sslc->waiting = 0;
 
     if (sslerr == SSL_ERROR_WANT_READ || sslerr == SSL_ERROR_WANT_WRITE) {
         c->read->handler = weir_ssl_handshake_handler;
@@ -227,7 +242,20 @@ weir_ssl_handshake_handler(weir_event_t *ev)
 
     if (ev->timedout) {
         c->timedout = 1;
+        sslc->waiting = 0;
         rc = WEIR_ERROR;
+
+    } else if (sslc->waiting) {
+        /* the step is not done: what the peer sends meanwhile waits in
+         * the socket (a level-triggered backend would report it again
+         * and again: the read event goes until the handshake resumes) */
+        if (ev == c->read && ev->active
+            && !(weir_event_flags & WEIR_USE_CLEAR_EVENT))
+        {
+            (void) weir_del_event(ev, WEIR_READ_EVENT, 0);
+        }
+
+        return;
 
     } else {
         rc = weir_ssl_handshake(c);
@@ -250,6 +278,195 @@ weir_ssl_handshake_handler(weir_event_t *ev)
     if (sslc->handler) {
         sslc->handler(c);
     }
+}
+
+
+/*
+ * The end of an asynchronous step (see weir_ssl_handshake): the
+ * handshake goes on at once, as if an event had come, and ends as any
+ * asynchronous one does (sslc->handler). Call it from the event loop,
+ * never from inside the step's own callback.
+ */
+
+void
+weir_ssl_handshake_resume(weir_connection_t *c)
+{
+    weir_ssl_conn_t  *sslc;
+
+    sslc = weir_ssl_conn(c);
+
+    if (sslc == NULL || !sslc->waiting) {
+        return;
+    }
+
+    sslc->waiting = 0;
+
+    /* the event the handshake handler needs: c->read carries the
+     * handshake timer, so a timeout fired meanwhile is seen there */
+    weir_ssl_handshake_handler(c->read);
+}
+
+
+/*
+ * Bytes read from the socket before TLS was put on it (a ClientHello
+ * that came with the CONNECT head): a filter BIO in front of the
+ * socket's gives them to OpenSSL first. The bytes are copied.
+ */
+
+typedef struct {
+    unsigned char   *pos;
+    unsigned char   *last;
+} weir_ssl_preread_t;
+
+static BIO_METHOD  *weir_ssl_preread_method;
+
+static int
+weir_ssl_preread_read(BIO *b, char *buf, int size)
+{
+    int                  n;
+    BIO                 *next;
+    weir_ssl_preread_t  *pr;
+
+    pr = BIO_get_data(b);
+    next = BIO_next(b);
+
+    BIO_clear_retry_flags(b);
+
+    if (pr && pr->pos < pr->last) {
+        n = (int) weir_min((size_t) size, (size_t) (pr->last - pr->pos));
+        weir_memcpy(buf, pr->pos, (size_t) n);
+        pr->pos += n;
+        return n;
+    }
+
+    if (next == NULL) {
+        return 0;
+    }
+
+    n = BIO_read(next, buf, size);
+    BIO_copy_next_retry(b);
+
+    return n;
+}
+
+
+static int
+weir_ssl_preread_write(BIO *b, const char *buf, int size)
+{
+    int   n;
+    BIO  *next;
+
+    next = BIO_next(b);
+
+    if (next == NULL) {
+        return 0;
+    }
+
+    BIO_clear_retry_flags(b);
+    n = BIO_write(next, buf, size);
+    BIO_copy_next_retry(b);
+
+    return n;
+}
+
+
+static long
+weir_ssl_preread_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    BIO                 *next;
+    weir_ssl_preread_t  *pr;
+
+    pr = BIO_get_data(b);
+    next = BIO_next(b);
+
+    if (cmd == BIO_CTRL_PENDING && pr && pr->pos < pr->last) {
+        return (long) (pr->last - pr->pos);
+    }
+
+    return next ? BIO_ctrl(next, cmd, num, ptr) : 0;
+}
+
+
+static int
+weir_ssl_preread_destroy(BIO *b)
+{
+    weir_ssl_preread_t  *pr;
+
+    pr = BIO_get_data(b);
+
+    if (pr) {
+        weir_free(pr);
+        BIO_set_data(b, NULL);
+    }
+
+    return 1;
+}
+
+
+weir_int_t
+weir_ssl_set_preread(weir_connection_t *c, unsigned char *data, size_t len)
+{
+    BIO                 *f, *rb, *wb;
+    weir_ssl_conn_t     *sslc;
+    weir_ssl_preread_t  *pr;
+
+    sslc = weir_ssl_conn(c);
+
+    if (len == 0) {
+        return WEIR_OK;
+    }
+
+    if (weir_ssl_preread_method == NULL) {
+        /* once per process; freed with the process */
+        weir_ssl_preread_method = BIO_meth_new(
+            BIO_get_new_index() | BIO_TYPE_FILTER, "weir preread");
+
+        if (weir_ssl_preread_method == NULL
+            || !BIO_meth_set_read(weir_ssl_preread_method,
+                                  weir_ssl_preread_read)
+            || !BIO_meth_set_write(weir_ssl_preread_method,
+                                   weir_ssl_preread_write)
+            || !BIO_meth_set_ctrl(weir_ssl_preread_method,
+                                  weir_ssl_preread_ctrl)
+            || !BIO_meth_set_destroy(weir_ssl_preread_method,
+                                     weir_ssl_preread_destroy))
+        {
+            weir_ssl_error(WEIR_LOG_ALERT, c->log, 0,
+                           "BIO_meth_new() failed");
+            return WEIR_ERROR;
+        }
+    }
+
+    /* the copy goes with the BIO, which goes with the SSL */
+    pr = weir_alloc(sizeof(weir_ssl_preread_t) + len, c->log);
+    if (pr == NULL) {
+        return WEIR_ERROR;
+    }
+
+    pr->pos = (unsigned char *) (pr + 1);
+    pr->last = weir_cpymem(pr->pos, data, len);
+
+    f = BIO_new(weir_ssl_preread_method);
+    rb = BIO_new_socket(c->fd, BIO_NOCLOSE);
+    wb = BIO_new_socket(c->fd, BIO_NOCLOSE);
+
+    if (f == NULL || rb == NULL || wb == NULL) {
+        weir_free(pr);
+        BIO_free(f);
+        BIO_free(rb);
+        BIO_free(wb);
+        weir_ssl_error(WEIR_LOG_ALERT, c->log, 0, "BIO_new() failed");
+        return WEIR_ERROR;
+    }
+
+    BIO_set_data(f, pr);
+    BIO_set_init(f, 1);
+    BIO_push(f, rb);
+
+    /* the socket BIOs SSL_set_fd made are freed here */
+    SSL_set_bio(sslc->connection, f, wb);
+
+    return WEIR_OK;
 }
 
 
