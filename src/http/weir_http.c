@@ -1557,6 +1557,12 @@ weir_http_set_virtual_server(weir_http_request_t *r, weir_str_t *host)
 
     cscf = NULL;
 
+    if (hc->fixed_server) {
+        r->srv_conf = hc->fixed_server->ctx->srv_conf;
+        r->loc_conf = hc->fixed_server->ctx->loc_conf;
+        return WEIR_OK;
+    }
+
     if (hc->ssl_server && host->len == 0) {
         /* no Host (HTTP/1.0): the server the client's SNI chose */
         cscf = hc->ssl_server;

@@ -92,6 +92,11 @@ typedef struct {
     /* added for HTTP/2: set by the v2 module in its preconfiguration,
      * NULL when weir is built without it */
     weir_http_v2_hooks_t        *v2;
+    /* added for interception: set by the mitm module (NULL without
+     * it); the forward proxy gives it to every CONNECT's upstream
+     * (weir_http_upstream_t.intercept) */
+    weir_int_t                 (*connect_intercept)(weir_http_upstream_t *u,
+                                                    weir_str_t *preread);
 } weir_http_core_main_conf_t;
 
 typedef struct {
@@ -348,6 +353,22 @@ struct weir_http_location_tree_node_s {
  * keep-alive HTTP/1 connection, and by the streams of HTTP/2 and HTTP/3
  * later). Lives in c->pool.
  */
+/*
+ * A connection whose requests all go to one origin, named before they
+ * came: the inside of a forward proxy's CONNECT that was intercepted
+ * (decrypted, or plain HTTP where TLS was expected), set by the mitm
+ * module. The forward proxy sends every request of it that no location
+ * answers itself to scheme://authority, and answers 502 naming error
+ * when the origin already failed (its certificate did not verify).
+ */
+typedef struct {
+    weir_str_t                   authority;     /* host:port */
+    const char                  *error;
+    void                        *data;          /* the interceptor's */
+    unsigned                     ssl:1;         /* https to the origin */
+    unsigned                     origin_h2:1;   /* its ALPN chose h2 */
+} weir_http_forward_target_t;
+
 struct weir_http_connection_s {
     weir_http_addr_conf_t       *addr_conf;
     weir_http_conf_ctx_t        *conf_ctx;      /* default server's */
@@ -380,6 +401,20 @@ struct weir_http_connection_s {
     /* added by the request helper: the protocol's own per-connection
      * state (HTTP/1: the drain timeout), in c->pool */
     void                        *proto_ctx;
+
+    /* added for interception: the origin of all requests (NULL: each
+     * request names its own) */
+    weir_http_forward_target_t  *forward;
+    /* the server block of every request, whatever its Host says (NULL:
+     * chosen by name) */
+    weir_http_core_srv_conf_t   *fixed_server;
+    /*
+     * HTTP/1: when the current request is done (freed) and the
+     * connection is sound, it is handed to takeover(c) instead of being
+     * kept alive or closed (cleared before the call); c->data is hc,
+     * c->buffer NULL.
+     */
+    void                       (*takeover)(weir_connection_t *c);
 };
 
 /* the phase engine */

@@ -724,6 +724,17 @@ struct weir_http_upstream_s {
     weir_int_t                     (*process_header)(weir_http_request_t *r);
     void                           (*finalize_request)(weir_http_request_t *r,
                                                        weir_int_t rc);
+    /*
+     * A CONNECT's interception (the mitm module): once the origin is
+     * connected and "200 Connection established" is on its way, called
+     * with what the client sent after its head. WEIR_DECLINED: the
+     * tunnel goes on; WEIR_OK: the callee took u->peer.connection
+     * (and set it to NULL) and the client connection (see
+     * weir_http_connection_t.takeover): the core finalizes the request;
+     * WEIR_ERROR: it fails as a tunnel that could not start.
+     */
+    weir_int_t                     (*intercept)(weir_http_upstream_t *u,
+                                                weir_str_t *preread);
 
     weir_http_upstream_request_t     req;
     weir_chain_t                    *request_bufs;  /* the serialized head
@@ -782,6 +793,10 @@ struct weir_http_upstream_s {
     unsigned                         alpn:2;            /* TLS: what to
                                                            offer, below */
     unsigned                         origin_h2:1;       /* ALPN chose h2 */
+    unsigned                         forward:1;         /* a forward
+                                                           proxy's: the
+                                                           client named the
+                                                           origin */
     unsigned                         unprocessed:1;     /* the origin did
                                                            not process this
                                                            attempt (HTTP/2

@@ -99,6 +99,22 @@ weir_http_upstream_start_tunnel(weir_http_upstream_t *u)
         return;
     }
 
+    if (u->connect && u->intercept) {
+        rc = u->intercept(u, &preread);
+
+        if (rc == WEIR_OK) {
+            /* the connections are the interceptor's now */
+            u->peer.keepalive = 0;
+            weir_http_upstream_finalize(u, WEIR_OK);
+            return;
+        }
+
+        if (rc != WEIR_DECLINED) {
+            weir_http_upstream_finalize(u, WEIR_ERROR);
+            return;
+        }
+    }
+
     size = u->conf->buffer_size;
 
     ctx->down = weir_create_temp_buf(r->pool, size);

@@ -183,6 +183,47 @@ weir_http_v1_init_connection(weir_connection_t *c)
 }
 
 
+/*
+ * A connection handed over with bytes already read (the plain HTTP that
+ * followed an intercepted CONNECT): they are the start of its first
+ * request, parsed at once.
+ */
+
+void
+weir_http_v1_init_connection_preread(weir_connection_t *c,
+    unsigned char *data, size_t len)
+{
+    size_t                      size;
+    weir_buf_t                 *b;
+    weir_http_connection_t     *hc;
+    weir_http_core_srv_conf_t  *cscf;
+
+    weir_http_v1_init_connection(c);
+
+    if (len == 0 || c->destroyed) {
+        return;
+    }
+
+    hc = c->data;
+    cscf = weir_http_v1_default_srv_conf(c);
+    size = weir_max(cscf->client_header_buffer_size, len);
+
+    b = weir_http_v1_header_buf(c, hc, size);
+    if (b == NULL) {
+        weir_http_close_connection(c);
+        return;
+    }
+
+    b->last = weir_cpymem(b->start, data, len);
+    c->buffer = b;
+    hc->pipeline = 1;
+
+    if (!c->read->posted) {
+        weir_post_event(c->read, &weir_posted_events);
+    }
+}
+
+
 static weir_buf_t *
 weir_http_v1_header_buf(weir_connection_t *c, weir_http_connection_t *hc,
     size_t size)
@@ -1594,6 +1635,7 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
     weir_http_connection_t      *hc;
     weir_http_core_srv_conf_t   *cscf;
     weir_http_core_loc_conf_t   *clcf;
+    void                       (*takeover)(weir_connection_t *c);
 
     (void) rc;
 
@@ -1675,6 +1717,31 @@ weir_http_v1_request_done(weir_http_request_t *r, weir_int_t rc)
 
     c->data = hc;
     c->log->action = NULL;
+
+    if (hc->takeover) {
+        takeover = hc->takeover;
+        hc->takeover = NULL;
+
+        if (!c->error && !c->timedout && !c->close) {
+            weir_http_v1_free_header_bufs(c, hc, NULL);
+            c->buffer = NULL;
+            c->sent = 0;
+
+            if (rev->timer_set) {
+                weir_event_del_timer(rev);
+            }
+
+            if (wev->timer_set) {
+                weir_event_del_timer(wev);
+            }
+
+            takeover(c);
+            return;
+        }
+
+        keepalive = 0;
+        linger = 0;
+    }
 
     if (!keepalive) {
         if (linger) {

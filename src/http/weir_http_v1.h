@@ -7,6 +7,10 @@ extern weir_http_proto_t  weir_http_v1_proto;
 
 /* a new connection or a keep-alive one waiting for its next request */
 void weir_http_v1_init_connection(weir_connection_t *c);
+/* the same, with the first bytes of its first request already read
+ * (copied) */
+void weir_http_v1_init_connection_preread(weir_connection_t *c,
+    unsigned char *data, size_t len);
 void weir_http_v1_wait_request_handler(weir_event_t *ev);
 void weir_http_v1_set_keepalive(weir_http_request_t *r);
 void weir_http_close_connection(weir_connection_t *c);

@@ -36,6 +36,8 @@ static weir_int_t weir_http_proxy_handler(weir_http_request_t *r);
 static weir_int_t weir_http_proxy_forward_handler(weir_http_request_t *r);
 static weir_int_t weir_http_proxy_run(weir_http_request_t *r,
     weir_str_t *forward);
+static weir_int_t weir_http_proxy_forward_target(weir_http_request_t *r,
+    weir_http_forward_target_t *ft);
 static weir_int_t weir_http_proxy_connect(weir_http_request_t *r,
     weir_http_proxy_loc_conf_t *plcf);
 static char *weir_http_proxy_connect_ports(weir_conf_t *cf,
@@ -658,12 +660,21 @@ static weir_int_t
 weir_http_proxy_forward_handler(weir_http_request_t *r)
 {
     weir_str_t                   url, path;
+    weir_http_connection_t      *hc;
     weir_http_proxy_loc_conf_t  *plcf;
 
     plcf = weir_http_get_module_loc_conf(r, weir_http_proxy_module);
+    hc = r->http_connection;
 
     if (r->method == WEIR_HTTP_CONNECT && plcf->forward && r == r->main) {
         return weir_http_proxy_connect(r, plcf);
+    }
+
+    if (hc->forward && plcf->forward && r == r->main
+        && r->schema_start == NULL)
+    {
+        /* inside an intercepted CONNECT: the origin is its target */
+        return weir_http_proxy_forward_target(r, hc->forward);
     }
 
     /* an HTTP/1 absolute-form target: the parser saw a scheme */
@@ -684,6 +695,68 @@ weir_http_proxy_forward_handler(weir_http_request_t *r)
     if (weir_pstrfmt(r->pool, &url, "%s://%.*s%.*s",
                      (r->schema.len == 5) ? "https" : "http",
                      WEIR_STR_ARG(r->authority), WEIR_STR_ARG(path))
+        != WEIR_OK)
+    {
+        return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return weir_http_proxy_run(r, &url);
+}
+
+
+/*
+ * A request of an intercepted CONNECT (origin-form, as a client sends
+ * inside a tunnel) goes to the CONNECT's target. When the origin has
+ * already failed - its certificate did not verify when the mitm module
+ * looked at it before minting - the client gets 502 with the reason,
+ * so that a bad origin is never accepted in silence.
+ */
+static weir_int_t
+weir_http_proxy_forward_target(weir_http_request_t *r,
+    weir_http_forward_target_t *ft)
+{
+    weir_int_t  rc;
+    weir_str_t  url, path, type, body;
+
+    if (ft->error) {
+        weir_log_error(WEIR_LOG_ERR, r->connection->log, 0,
+                       "origin \"%.*s\" refused: %s",
+                       WEIR_STR_ARG(ft->authority), ft->error);
+
+        rc = weir_http_discard_request_body(r);
+
+        if (rc != WEIR_OK) {
+            return rc;
+        }
+
+        weir_str_set(&type, "text/html");
+
+        if (weir_pstrfmt(r->pool, &body,
+                         "<html>\r\n<head><title>502 Bad Gateway</title>"
+                         "</head>\r\n<body>\r\n<center><h1>502 Bad "
+                         "Gateway</h1></center>\r\n<center>weir did not "
+                         "trust the origin %.*s: %s</center>\r\n"
+                         "<hr><center>weir</center>\r\n</body>\r\n"
+                         "</html>\r\n",
+                         WEIR_STR_ARG(ft->authority), ft->error)
+            != WEIR_OK)
+        {
+            return WEIR_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return weir_http_send_response(r, WEIR_HTTP_BAD_GATEWAY, &type,
+                                       &body);
+    }
+
+    path = r->unparsed_uri;
+
+    if (path.len == 0 || path.data[0] != '/') {
+        return WEIR_HTTP_BAD_REQUEST;
+    }
+
+    if (weir_pstrfmt(r->pool, &url, "%s://%.*s%.*s",
+                     ft->ssl ? "https" : "http",
+                     WEIR_STR_ARG(ft->authority), WEIR_STR_ARG(path))
         != WEIR_OK)
     {
         return WEIR_HTTP_INTERNAL_SERVER_ERROR;
@@ -781,6 +854,7 @@ weir_http_proxy_run(weir_http_request_t *r, weir_str_t *forward)
         u->resolved->by_name = 1;
         u->resolved->no_loop = 1;
         u->resolved->deny = plcf->forward_deny;
+        u->forward = 1;
         ctx->forward = 1;
 
         if (r->method == WEIR_HTTP_CONNECT) {
@@ -796,6 +870,8 @@ weir_http_proxy_run(weir_http_request_t *r, weir_str_t *forward)
             u->finalize_request = weir_http_proxy_finalize_request;
             u->buffering = 0;
             u->request_buffering = 1;
+            cmcf = weir_http_get_module_main_conf(r, weir_http_core_module);
+            u->intercept = cmcf->connect_intercept;
             r->main->count++;
             weir_http_upstream_init(r);
             return WEIR_DONE;
@@ -812,15 +888,23 @@ weir_http_proxy_run(weir_http_request_t *r, weir_str_t *forward)
     u->conf = &plcf->upstream;
     u->proto = &weir_http_upstream_v1_proto;
 
+    cmcf = weir_http_get_module_main_conf(r, weir_http_core_module);
+
     if (plcf->http_version == WEIR_HTTP_VERSION_20) {
         /* the configuration made sure the HTTP/2 module is there */
         cmcf = weir_http_get_module_main_conf(r, weir_http_core_module);
         u->proto = cmcf->v2->upstream;
         u->alpn = WEIR_HTTP_UPSTREAM_ALPN_H2;
 
-    } else if (plcf->http_version == WEIR_HTTP_PROXY_VERSION_AUTO
-               && ctx->vars.ssl)
+    } else if (ctx->vars.ssl
+               && (plcf->http_version == WEIR_HTTP_PROXY_VERSION_AUTO
+                   || (ctx->forward && r->http_connection->forward
+                       && r->http_connection->forward->origin_h2
+                       && plcf->http_version == WEIR_HTTP_VERSION_11
+                       && cmcf->v2)))
     {
+        /* (inside an intercepted CONNECT whose origin chose h2 when it
+         * was looked at, 1.1 is taken as auto: the origin's choice) */
         /* ALPN "h2,http/1.1": the core takes the other protocol for an
          * attempt whose origin chose http/1.1 */
         cmcf = weir_http_get_module_main_conf(r, weir_http_core_module);
