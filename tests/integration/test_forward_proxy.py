@@ -19,9 +19,9 @@ from weirtest import DEADLINE, wait_for
 CURL = "curl"
 
 
-def start(weir, dns, server="", http="", forward="on"):
+def start(weir, dns, server="", http="", forward="on", top=""):
     port = weir.port()
-    weir.conf("worker_processes 1;\n"
+    weir.conf(top + "worker_processes 1;\n"
               "http {\n"
               "    resolver %s;\n"
               "    proxy_connect_timeout 3s;\n"
@@ -411,3 +411,45 @@ def test_forward_deny_errors(weir):
     assert res.returncode == 1, res.stderr
     assert "[emerg] invalid address \"10.0.0.0/33\" in %s:4" % path \
         in res.stderr, res.stderr
+
+
+# ---- https:// origins: verified by default in a forward proxy
+
+
+@pytest.mark.parametrize("trusted, verify, status", [
+    (False, None, 502), (True, None, 200), (False, "off", 200)],
+    ids=["system-store", "trusted", "verify-off"])
+def test_absolute_form_https_verifies_the_origin(weir, dns, pki, ssl_preamble,
+                                                 trusted, verify, status):
+    """Where proxy_ssl_verify is not set, a forward proxy's request to an
+    https:// origin verifies it: against the system store (which does not
+    know the test CA: 502), against proxy_ssl_trusted_certificate (200),
+    or not at all with proxy_ssl_verify off (200)."""
+    from h2origin import H2Origin
+
+    leaf = pki.leaf("tls.test")
+    o = H2Origin(cert=leaf.chain, key=leaf.key, alpn=("http/1.1",), h1=True)
+    try:
+        dns.add("tls.test", ("A", "127.0.0.1", 60))
+        extra = ""
+        if trusted:
+            extra += ("        proxy_ssl_trusted_certificate %s;\n"
+                      % pki.ca_cert)
+        if verify:
+            extra += "        proxy_ssl_verify %s;\n" % verify
+        port = start(weir, dns, server=extra, top=ssl_preamble)
+        # curl sends https:// URLs through CONNECT: the absolute form is
+        # written by hand
+        s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
+        try:
+            s.sendall(b"GET https://tls.test:%d/tiny HTTP/1.1\r\n"
+                      b"Host: tls.test:%d\r\nConnection: close\r\n\r\n"
+                      % (o.port, o.port))
+            data = read_to_eof(s)
+        finally:
+            s.close()
+        assert data.startswith(b"HTTP/1.1 %d " % status), data[:200]
+        if status == 502:
+            weir.wait_log(r"upstream SSL certificate verify error")
+    finally:
+        o.close()

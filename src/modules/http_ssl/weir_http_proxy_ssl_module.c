@@ -42,6 +42,11 @@
 #define WEIR_HTTP_PROXY_SSL_KEY_AUTO  4     /* ALPN "h2,http/1.1" */
 #define WEIR_HTTP_PROXY_SSL_KEY_HEAD  (sizeof(void *) + 1)
 
+/* proxy_ssl_verify and proxy_ssl_server_name not set: off (nginx's
+ * default) for a reverse proxy's requests, on for a forward proxy's,
+ * whose origins the clients name */
+#define WEIR_HTTP_PROXY_SSL_FORWARD   2
+
 _Static_assert(WEIR_HTTP_PROXY_SSL_KEY_HEAD + WEIR_HTTP_PROXY_SSL_NAME_MAX
                <= WEIR_PEER_KEY_MAX,
                "WEIR_PEER_KEY_MAX is too small for a TLS key");
@@ -95,6 +100,9 @@ struct weir_http_proxy_ssl_loc_conf_s {
     weir_http_complex_value_t       *name;
 
     weir_http_proxy_ssl_ctx_t       *ctx;
+    /* for a forward proxy's requests: ctx, or the same settings with
+     * verification on when proxy_ssl_verify is not set */
+    weir_http_proxy_ssl_ctx_t       *forward_ctx;
 };
 
 /*
@@ -118,6 +126,8 @@ typedef struct {
 
 
 static weir_int_t weir_http_proxy_ssl_key(weir_http_upstream_t *u);
+static weir_int_t weir_http_proxy_ssl_contexts(weir_conf_t *cf,
+    weir_http_proxy_ssl_loc_conf_t *conf);
 static weir_int_t weir_http_proxy_ssl_handshake(weir_http_upstream_t *u);
 static void weir_http_proxy_ssl_handshake_handler(weir_connection_t *c);
 static void weir_http_proxy_ssl_finish(weir_connection_t *c);
@@ -319,12 +329,15 @@ weir_http_proxy_ssl_key(weir_http_upstream_t *u)
     unsigned char                   *p;
     weir_uint_t                      sni;
     weir_str_t                       name;
+    weir_http_proxy_ssl_ctx_t       *ctx;
     weir_http_proxy_ssl_loc_conf_t  *plcf;
 
     plcf = weir_http_get_module_loc_conf(u->request,
                                          weir_http_proxy_ssl_module);
 
-    if (plcf->ctx == NULL) {
+    ctx = u->forward ? plcf->forward_ctx : plcf->ctx;
+
+    if (ctx == NULL) {
         /* cannot happen: every location has one after merging */
         weir_log_error(WEIR_LOG_ERR, u->request->connection->log, 0,
                        "no TLS context for upstream \"%.*s\"",
@@ -345,7 +358,7 @@ weir_http_proxy_ssl_key(weir_http_upstream_t *u)
     u->peer.key.data = p;
     u->peer.key.len = WEIR_HTTP_PROXY_SSL_KEY_HEAD + name.len;
 
-    weir_memcpy(p, &plcf->ctx, sizeof(void *));
+    weir_memcpy(p, &ctx, sizeof(void *));
     p += sizeof(void *);
     *p++ = (unsigned char) ((sni ? WEIR_HTTP_PROXY_SSL_KEY_SNI : 0)
                             | (u->alpn == WEIR_HTTP_UPSTREAM_ALPN_H2
@@ -641,7 +654,10 @@ weir_http_proxy_ssl_name(weir_http_upstream_t *u,
         return WEIR_ERROR;
     }
 
-    if (!plcf->server_name || name->len == 0) {
+    if (name->len == 0
+        || plcf->server_name == 0
+        || (plcf->server_name == WEIR_HTTP_PROXY_SSL_FORWARD && !u->forward))
+    {
         return WEIR_OK;
     }
 
@@ -1045,8 +1061,10 @@ weir_http_proxy_ssl_merge_loc_conf(weir_conf_t *cf, void *parent,
 
     own = weir_http_proxy_ssl_conf_set(conf);
 
-    weir_conf_merge_value(conf->verify, prev->verify, 0);
-    weir_conf_merge_value(conf->server_name, prev->server_name, 0);
+    weir_conf_merge_value(conf->verify, prev->verify,
+                          WEIR_HTTP_PROXY_SSL_FORWARD);
+    weir_conf_merge_value(conf->server_name, prev->server_name,
+                          WEIR_HTTP_PROXY_SSL_FORWARD);
     weir_conf_merge_value(conf->session_reuse, prev->session_reuse, 1);
     weir_conf_merge_value(conf->verify_depth, prev->verify_depth, 1);
     weir_conf_merge_bitmask_value(conf->protocols, prev->protocols,
@@ -1076,10 +1094,11 @@ weir_http_proxy_ssl_merge_loc_conf(weir_conf_t *cf, void *parent,
 
     if (!own && prev->ctx) {
         conf->ctx = prev->ctx;
+        conf->forward_ctx = prev->forward_ctx;
         return WEIR_CONF_OK;
     }
 
-    if (weir_http_proxy_ssl_set_ssl(cf, conf) != WEIR_OK) {
+    if (weir_http_proxy_ssl_contexts(cf, conf) != WEIR_OK) {
         return WEIR_CONF_ERROR;
     }
 
@@ -1087,9 +1106,83 @@ weir_http_proxy_ssl_merge_loc_conf(weir_conf_t *cf, void *parent,
         /* the same values as the parent's once merged: its siblings
          * take the same context */
         prev->ctx = conf->ctx;
+        prev->forward_ctx = conf->forward_ctx;
     }
 
     return WEIR_CONF_OK;
+}
+
+
+/*
+ * conf->ctx and conf->forward_ctx: one context when proxy_ssl_verify
+ * was set, else two made from copies of the settings whose verify is
+ * off (ctx) and on (forward_ctx). Contexts are shared as always, so a
+ * configuration pays for each distinct one once.
+ */
+
+static weir_int_t
+weir_http_proxy_ssl_contexts(weir_conf_t *cf,
+    weir_http_proxy_ssl_loc_conf_t *conf)
+{
+    weir_uint_t                      i;
+    weir_http_proxy_ssl_loc_conf_t  *v;
+
+    if (conf->verify != WEIR_HTTP_PROXY_SSL_FORWARD) {
+        if (weir_http_proxy_ssl_set_ssl(cf, conf) != WEIR_OK) {
+            return WEIR_ERROR;
+        }
+
+        conf->forward_ctx = conf->ctx;
+        return WEIR_OK;
+    }
+
+    for (i = 0; i < 2; i++) {
+        v = weir_palloc(cf->pool, sizeof(weir_http_proxy_ssl_loc_conf_t));
+        if (v == NULL) {
+            return WEIR_ERROR;
+        }
+
+        *v = *conf;
+        v->verify = i;
+        v->ctx = NULL;
+
+        if (weir_http_proxy_ssl_set_ssl(cf, v) != WEIR_OK) {
+            return WEIR_ERROR;
+        }
+
+        if (i == 0) {
+            conf->ctx = v->ctx;
+
+        } else {
+            conf->forward_ctx = v->ctx;
+        }
+    }
+
+    return WEIR_OK;
+}
+
+
+/*
+ * For another module of the ssl addon that talks TLS to a forward
+ * proxy's origin outside the upstream core (the mitm module's look at
+ * the origin before it mints): the context r's location would use, and
+ * whether it verifies. The caller checks the name itself.
+ */
+
+weir_ssl_t *
+weir_http_proxy_ssl_forward_ssl(weir_http_request_t *r, weir_uint_t *verify)
+{
+    weir_http_proxy_ssl_loc_conf_t  *plcf;
+
+    plcf = weir_http_get_module_loc_conf(r, weir_http_proxy_ssl_module);
+
+    if (plcf->forward_ctx == NULL) {
+        return NULL;
+    }
+
+    *verify = plcf->forward_ctx->conf->verify ? 1 : 0;
+
+    return &plcf->forward_ctx->ssl;
 }
 
 

@@ -284,4 +284,10 @@ weir_int_t weir_ssl_get_serial_number(weir_connection_t *c,
 weir_int_t weir_ssl_get_fingerprint(weir_connection_t *c, weir_pool_t *pool,
     weir_str_t *s);
 
+/* the proxy_ssl module's client context for a forward proxy's origins
+ * in r's location (weir_http_proxy_ssl_module.c); NULL: none */
+struct weir_http_request_s;
+weir_ssl_t *weir_http_proxy_ssl_forward_ssl(struct weir_http_request_s *r,
+    weir_uint_t *verify);
+
 #endif /* _WEIR_SSL_H_INCLUDED_ */
