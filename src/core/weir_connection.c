@@ -1478,3 +1478,32 @@ weir_unix_writev(weir_connection_t *c, struct iovec *iov, int cnt)
         return WEIR_ERROR;
     }
 }
+
+
+weir_int_t
+weir_connection_peek(weir_connection_t *c, unsigned char *byte)
+{
+    ssize_t     n;
+    weir_err_t  err;
+
+    n = recv(c->fd, (char *) byte, 1, MSG_PEEK);
+
+    if (n == 1) {
+        return WEIR_OK;
+    }
+
+    if (n == 0) {
+        return WEIR_DONE;
+    }
+
+    err = weir_socket_errno;
+
+    if (err == WEIR_EAGAIN || err == EINTR) {
+        c->read->ready = 0;
+        return WEIR_AGAIN;
+    }
+
+    weir_log_error(WEIR_LOG_INFO, c->log, err, "recv() failed");
+
+    return WEIR_ERROR;
+}

@@ -204,6 +204,14 @@ weir_int_t weir_connection_half_close(weir_connection_t *c);
 struct sockaddr *weir_connection_local_sockaddr(weir_connection_t *c);
 
 weir_int_t weir_tcp_nodelay(weir_connection_t *c);
+
+/*
+ * The first byte waiting in c's socket, left there (MSG_PEEK), to tell
+ * TLS from plain text: WEIR_OK (*byte set), WEIR_AGAIN (nothing yet:
+ * c->read->ready cleared), WEIR_DONE (the peer closed), WEIR_ERROR
+ * (logged at info).
+ */
+weir_int_t weir_connection_peek(weir_connection_t *c, unsigned char *byte);
 /* logs a connection error at a level that fits it (reset by peer is info)
  * and returns WEIR_ERROR */
 weir_int_t weir_connection_error(weir_connection_t *c, weir_err_t err,

@@ -1328,8 +1328,6 @@ weir_http_ssl_init_connection(weir_connection_t *c)
 static void
 weir_http_ssl_peek_handler(weir_event_t *rev)
 {
-    ssize_t                    n;
-    weir_err_t                 err;
     weir_connection_t         *c;
     weir_ssl_conn_t           *sc;
     weir_http_connection_t    *hc;
@@ -1347,29 +1345,24 @@ weir_http_ssl_peek_handler(weir_event_t *rev)
         return;
     }
 
-    n = recv(c->fd, (char *) buf, 1, MSG_PEEK);
+    switch (weir_connection_peek(c, buf)) {
 
-    if (n == -1) {
-        err = weir_socket_errno;
+    case WEIR_OK:
+        break;
 
-        if (err == WEIR_EAGAIN || err == EINTR) {
-            rev->ready = 0;
-
-            if (weir_handle_read_event(rev, 0) != WEIR_OK) {
-                weir_http_close_connection(c);
-            }
-
-            return;
+    case WEIR_AGAIN:
+        if (weir_handle_read_event(rev, 0) != WEIR_OK) {
+            weir_http_close_connection(c);
         }
 
-        weir_log_error(WEIR_LOG_INFO, c->log, err, "recv() failed");
-        weir_http_close_connection(c);
         return;
-    }
 
-    if (n == 0) {
+    case WEIR_DONE:
         weir_log_debug(c->log, 0, "client closed connection before "
                        "the TLS handshake");
+        /* fall through */
+
+    default:
         weir_http_close_connection(c);
         return;
     }
