@@ -413,3 +413,32 @@ def ssl_preamble():
     if ssl_build() == "dynamic":
         return "load_module %s;\n" % ssl_module_path()
     return ""
+
+
+MITM_MODULE = "weir_http_mitm_module"
+
+
+def mitm_module_path():
+    import weirtest
+
+    return os.path.join(weirtest.WEIR_BUILD_DIR, MITM_MODULE + ".so")
+
+
+def mitm_preamble():
+    """The configuration lines that make the interception (MITM) module
+    available: ssl_preamble(), then, when the module is not built in
+    (`weir -V` does not list weir_http_mitm_module) and the build
+    directory has weir_http_mitm_module.so, its load_module line (after
+    the ssl module's, which it needs). On a static build it is just the
+    ssl preamble."""
+    import weirtest
+
+    text = ssl_preamble()
+    res = weirtest.run_weir(["-V"])
+    if re.search(r"^modules:.*\b%s\b" % MITM_MODULE,
+                 res.stdout + res.stderr, re.M):
+        return text
+    so = mitm_module_path()
+    if os.path.exists(so):
+        text += "load_module %s;\n" % so
+    return text

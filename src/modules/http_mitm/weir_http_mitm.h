@@ -1,0 +1,176 @@
+#ifndef _WEIR_HTTP_MITM_H_INCLUDED_
+#define _WEIR_HTTP_MITM_H_INCLUDED_
+
+/*
+ * TLS interception in a forward proxy (docs/mitm.md, and
+ * docs/dev/mitm.md for how it works). Three files:
+ *
+ *   weir_http_mitm_module.c   directives, which CONNECTs are decrypted,
+ *                             the client's handshake and what follows it
+ *   weir_http_mitm_ca.c       the CA (loaded, or created on first start)
+ *                             and the leaf certificates minted from it
+ *   weir_http_mitm_origin.c   the per-worker certificate cache, and the
+ *                             look at an origin (TLS, verification, its
+ *                             names and ALPN choice) that fills it, once
+ *                             for all the clients that wait for one name
+ */
+
+#include "weir_config.h"
+#include "weir_core.h"
+#include "weir_http.h"
+#include "weir_ssl.h"
+
+
+#define WEIR_HTTP_MITM_ALPN_NONE    0
+#define WEIR_HTTP_MITM_ALPN_HTTP11  1
+#define WEIR_HTTP_MITM_ALPN_H2      2
+
+/* per worker; the shared cache is a later step (docs/mitm.md) */
+#define WEIR_HTTP_MITM_CACHE_SIZE   1000
+#define WEIR_HTTP_MITM_BUCKETS      1024
+/* how long an origin that failed verification is remembered */
+#define WEIR_HTTP_MITM_FAIL_TTL     30
+#define WEIR_HTTP_MITM_MAX_NAME     253
+
+/* a certification authority: the certificate, its key, and the chain
+ * sent after a leaf (the CA itself) */
+typedef struct {
+    X509                        *cert;
+    EVP_PKEY                    *key;
+    STACK_OF(X509)              *chain;
+    weir_str_t                   path;          /* of the certificate */
+} weir_http_mitm_ca_t;
+
+/* a host pattern of mitm_hosts / mitm_bypass */
+#define WEIR_HTTP_MITM_EXACT    0
+#define WEIR_HTTP_MITM_SUFFIX   1       /* ".a.test": it and sub-names */
+#define WEIR_HTTP_MITM_SUB      2       /* "*.a.test": sub-names only */
+#define WEIR_HTTP_MITM_REGEX    3
+#define WEIR_HTTP_MITM_CIDR     4
+
+typedef struct {
+    weir_uint_t                  type;
+    weir_str_t                   name;          /* lowercase; the suffix
+                                                   with its dot */
+    weir_regex_t                *regex;
+    weir_cidr_t                  cidr;
+} weir_http_mitm_rule_t;
+
+typedef struct weir_http_mitm_cert_s  weir_http_mitm_cert_t;
+typedef struct weir_http_mitm_conn_s  weir_http_mitm_conn_t;
+
+/*
+ * What is known of one (name, port, CA): the leaf minted for it, the
+ * origin's ALPN choice and its verdict; or, while pending, the look at
+ * the origin under way and the clients waiting for it.
+ */
+struct weir_http_mitm_cert_s {
+    weir_http_mitm_cert_t       *next;          /* in its bucket */
+    weir_queue_t                 lru;
+    uint32_t                     hash;
+    weir_str_t                   name;
+    in_port_t                    port;
+    weir_http_mitm_ca_t         *ca;
+
+    X509                        *leaf;
+    const char                  *error;         /* the origin failed */
+    time_t                       expires;
+    weir_uint_t                  alpn;
+
+    weir_queue_t                 waiters;       /* of weir_http_mitm_conn_t */
+    unsigned                     pending:1;
+};
+
+typedef struct {
+    weir_flag_t                  enable;
+    weir_str_t                   certificate;
+    weir_str_t                   certificate_key;
+    weir_str_t                   ca_directory;
+    weir_array_t                *hosts;         /* of rules; NULL: all */
+    weir_array_t                *bypass;
+    weir_msec_t                  handshake_timeout;
+
+    weir_http_mitm_ca_t         *ca;
+    weir_ssl_t                   ssl;           /* the clients' side */
+} weir_http_mitm_srv_conf_t;
+
+typedef struct {
+    EVP_PKEY                    *leaf_key;      /* every leaf's: P-256 */
+
+    /* the certificate cache of this configuration, per worker */
+    weir_http_mitm_cert_t      **buckets;
+    weir_queue_t                 lru;           /* most recent first */
+    weir_uint_t                  count;
+    weir_uint_t                  minted;
+    weir_uint_t                  cached;        /* served from the cache */
+    weir_uint_t                  evicted;
+} weir_http_mitm_main_conf_t;
+
+/*
+ * One intercepted CONNECT, in the client connection's pool: from the
+ * "200 Connection established" to the end of the client's handshake,
+ * then the target of all its requests (hc->forward->data).
+ */
+struct weir_http_mitm_conn_s {
+    weir_connection_t           *c;             /* the client's */
+    weir_http_connection_t      *hc;
+    weir_http_mitm_srv_conf_t   *mscf;
+    weir_http_mitm_main_conf_t  *mmcf;
+    weir_http_core_srv_conf_t   *cscf;          /* the CONNECT's server */
+
+    weir_http_forward_target_t   target;
+    weir_str_t                   host;          /* of the CONNECT */
+    in_port_t                    port;
+    weir_str_t                   preread;       /* sent after the head */
+
+    /* the origin connection of the CONNECT (TCP, connected): looked at
+     * when the name is not in the cache, else closed */
+    weir_connection_t           *origin;
+    weir_ssl_t                  *origin_ssl;    /* the forward context */
+    weir_uint_t                  verify;
+    weir_msec_t                  origin_timeout;
+
+    weir_str_t                   sni;           /* the client's, or "" */
+    weir_str_t                   alpn_offer;    /* wire form, copied */
+    weir_str_t                   name;          /* what the leaf is for */
+
+    weir_http_mitm_cert_t       *waiting;       /* the entry waited for */
+    weir_queue_t                 queue;         /* in its waiters */
+    X509                        *leaf;          /* given when it is done */
+    weir_uint_t                  alpn;          /* the origin's choice */
+    weir_str_t                   origin_subject;
+
+    unsigned                     hello:1;       /* ClientHello read */
+    unsigned                     served:1;      /* the leaf went out */
+    unsigned                     looked:1;      /* a wait ended */
+};
+
+
+/* weir_http_mitm_ca.c */
+weir_http_mitm_ca_t *weir_http_mitm_load_ca(weir_conf_t *cf,
+    weir_str_t *cert, weir_str_t *key);
+weir_http_mitm_ca_t *weir_http_mitm_create_ca(weir_conf_t *cf,
+    weir_str_t *dir);
+EVP_PKEY *weir_http_mitm_leaf_key(weir_log_t *log);
+/* a leaf for name (an IP literal becomes an iPAddress SAN), carrying
+ * the DNS and IP names of origin (may be NULL); NULL on failure
+ * (logged) */
+X509 *weir_http_mitm_mint(weir_http_mitm_ca_t *ca, EVP_PKEY *key,
+    weir_str_t *name, X509 *origin, weir_log_t *log);
+void weir_http_mitm_free_ca(void *data);
+
+/* weir_http_mitm_origin.c */
+/*
+ * The leaf for mc->name, now (WEIR_OK: mc->leaf, mc->alpn,
+ * mc->target.error set), or WEIR_AGAIN: mc waits for the look at the
+ * origin, and weir_ssl_handshake_resume(mc->c) follows, from the event
+ * loop. WEIR_ERROR: nothing can be done (logged).
+ */
+weir_int_t weir_http_mitm_find(weir_http_mitm_conn_t *mc);
+/* mc goes before its wait ended (its connection closes) */
+void weir_http_mitm_forget(weir_http_mitm_conn_t *mc);
+void weir_http_mitm_cache_free(weir_http_mitm_main_conf_t *mmcf);
+
+extern weir_module_t  weir_http_mitm_module;
+
+#endif /* _WEIR_HTTP_MITM_H_INCLUDED_ */

@@ -1,0 +1,681 @@
+#include "weir_http_mitm.h"
+
+#include <arpa/inet.h>
+
+/*
+ * The certificate cache (per worker and configuration: a hash of
+ * entries keyed by name, port and CA, with a LRU list bounded at
+ * WEIR_HTTP_MITM_CACHE_SIZE) and the look at an origin that fills it.
+ *
+ * A name not in the cache: an entry is made, pending, and the client
+ * connection that asked waits in it, as does every other one that asks
+ * for the same name meanwhile (one look, one mint, whoever waits). The
+ * look is a TLS handshake on the CONNECT's own origin connection, with
+ * the client's SNI and its ALPN offer (h2 and http/1.1 only), verified
+ * with the forward proxy's context (proxy_ssl_trusted_certificate, the
+ * system store otherwise). The origin's certificate gives the names of
+ * the leaf and its ALPN choice the client's; then the connection is
+ * closed (the requests make their own, pooled). An origin that does not
+ * verify still gets a leaf, so that its clients read a 502 page naming
+ * the failure rather than a bare handshake error; that verdict is kept
+ * WEIR_HTTP_MITM_FAIL_TTL seconds. A look that could not complete the
+ * handshake is not kept at all.
+ */
+
+
+typedef struct {
+    weir_http_mitm_cert_t       *entry;
+    weir_http_mitm_main_conf_t  *mmcf;
+    weir_connection_t           *c;
+    weir_str_t                   name;      /* checked, and SNI */
+    weir_uint_t                  verify;
+    weir_log_t                   log;
+    weir_event_t                 start;     /* posted: the look begins
+                                               from the event loop */
+    weir_str_t                   alpn;      /* offered, wire form */
+} weir_http_mitm_look_t;
+
+
+static uint32_t weir_http_mitm_hash(weir_str_t *name, in_port_t port,
+    weir_http_mitm_ca_t *ca);
+static weir_http_mitm_cert_t *weir_http_mitm_lookup(
+    weir_http_mitm_main_conf_t *mmcf, weir_http_mitm_conn_t *mc,
+    uint32_t hash);
+static weir_http_mitm_cert_t *weir_http_mitm_insert(
+    weir_http_mitm_main_conf_t *mmcf, weir_http_mitm_conn_t *mc,
+    uint32_t hash);
+static void weir_http_mitm_remove(weir_http_mitm_main_conf_t *mmcf,
+    weir_http_mitm_cert_t *e);
+static void weir_http_mitm_use(weir_http_mitm_conn_t *mc,
+    weir_http_mitm_cert_t *e);
+static weir_int_t weir_http_mitm_look(weir_http_mitm_conn_t *mc,
+    weir_http_mitm_cert_t *e);
+static void weir_http_mitm_look_start(weir_event_t *ev);
+static void weir_http_mitm_look_done(weir_connection_t *c);
+static void weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
+    const char *error, weir_uint_t alpn, weir_uint_t keep);
+static void weir_http_mitm_close_origin(weir_connection_t *c);
+
+
+weir_int_t
+weir_http_mitm_find(weir_http_mitm_conn_t *mc)
+{
+    uint32_t                     hash;
+    weir_http_mitm_cert_t       *e;
+    weir_http_mitm_main_conf_t  *mmcf;
+
+    mmcf = mc->mmcf;
+
+    if (mc->leaf) {
+        /* the wait is over: what the look left for this client */
+        return WEIR_OK;
+    }
+
+    if (mc->waiting) {
+        return WEIR_AGAIN;
+    }
+
+    if (mc->looked) {
+        /* waited, and the look gave no certificate (logged) */
+        return WEIR_ERROR;
+    }
+
+    hash = weir_http_mitm_hash(&mc->name, mc->port, mc->mscf->ca);
+    e = weir_http_mitm_lookup(mmcf, mc, hash);
+
+    if (e && !e->pending && e->expires <= weir_time()) {
+        weir_http_mitm_remove(mmcf, e);
+        e = NULL;
+    }
+
+    if (e && !e->pending && e->leaf) {
+        mmcf->cached++;
+        weir_http_mitm_use(mc, e);
+
+        /* the origin connection was for a look: not needed */
+        if (mc->origin) {
+            weir_http_mitm_close_origin(mc->origin);
+            mc->origin = NULL;
+        }
+
+        return WEIR_OK;
+    }
+
+    if (e == NULL) {
+        if (mc->origin == NULL) {
+            /* cannot happen: a CONNECT comes with its connection */
+            weir_log_error(WEIR_LOG_ERR, mc->c->log, 0,
+                           "no origin connection to look at \"%.*s\"",
+                           WEIR_STR_ARG(mc->name));
+            return WEIR_ERROR;
+        }
+
+        e = weir_http_mitm_insert(mmcf, mc, hash);
+        if (e == NULL) {
+            return WEIR_ERROR;
+        }
+
+        if (weir_http_mitm_look(mc, e) != WEIR_OK) {
+            weir_http_mitm_remove(mmcf, e);
+            return WEIR_ERROR;
+        }
+
+    } else if (mc->origin) {
+        /* another client's look is under way: wait for it */
+        weir_http_mitm_close_origin(mc->origin);
+        mc->origin = NULL;
+    }
+
+    weir_queue_insert_tail(&e->waiters, &mc->queue);
+    mc->waiting = e;
+
+    return WEIR_AGAIN;
+}
+
+
+void
+weir_http_mitm_forget(weir_http_mitm_conn_t *mc)
+{
+    if (mc->waiting) {
+        weir_queue_remove(&mc->queue);
+        mc->waiting = NULL;
+    }
+
+    if (mc->origin) {
+        weir_http_mitm_close_origin(mc->origin);
+        mc->origin = NULL;
+    }
+
+    if (mc->leaf) {
+        X509_free(mc->leaf);
+        mc->leaf = NULL;
+    }
+}
+
+
+/* an entry's leaf and verdict, copied into mc (the entry may go) */
+
+static void
+weir_http_mitm_use(weir_http_mitm_conn_t *mc, weir_http_mitm_cert_t *e)
+{
+    weir_queue_remove(&e->lru);
+    weir_queue_insert_head(&mc->mmcf->lru, &e->lru);
+
+    X509_up_ref(e->leaf);
+    mc->leaf = e->leaf;
+    mc->alpn = e->alpn;
+    mc->target.error = e->error;
+}
+
+
+/* ---- the cache -------------------------------------------------------- */
+
+static uint32_t
+weir_http_mitm_hash(weir_str_t *name, in_port_t port, weir_http_mitm_ca_t *ca)
+{
+    size_t     i;
+    uint32_t   h;
+    uintptr_t  p;
+
+    /* FNV-1a over the name, the port and the CA */
+    h = 2166136261u;
+
+    for (i = 0; i < name->len; i++) {
+        h = (h ^ name->data[i]) * 16777619u;
+    }
+
+    h = (h ^ (port & 0xff)) * 16777619u;
+    h = (h ^ (port >> 8)) * 16777619u;
+
+    p = (uintptr_t) ca;
+
+    for (i = 0; i < sizeof(uintptr_t); i++) {
+        h = (h ^ (p & 0xff)) * 16777619u;
+        p >>= 8;
+    }
+
+    return h;
+}
+
+
+static weir_http_mitm_cert_t *
+weir_http_mitm_lookup(weir_http_mitm_main_conf_t *mmcf,
+    weir_http_mitm_conn_t *mc, uint32_t hash)
+{
+    weir_http_mitm_cert_t  *e;
+
+    if (mmcf->buckets == NULL) {
+        return NULL;
+    }
+
+    for (e = mmcf->buckets[hash % WEIR_HTTP_MITM_BUCKETS]; e; e = e->next) {
+        if (e->hash == hash && e->port == mc->port && e->ca == mc->mscf->ca
+            && weir_str_eq(&e->name, &mc->name))
+        {
+            return e;
+        }
+    }
+
+    return NULL;
+}
+
+
+static weir_http_mitm_cert_t *
+weir_http_mitm_insert(weir_http_mitm_main_conf_t *mmcf,
+    weir_http_mitm_conn_t *mc, uint32_t hash)
+{
+    weir_queue_t           *q;
+    weir_http_mitm_cert_t  *e, *old;
+
+    if (mmcf->buckets == NULL) {
+        mmcf->buckets = weir_alloc(WEIR_HTTP_MITM_BUCKETS
+                                   * sizeof(weir_http_mitm_cert_t *),
+                                   mc->c->log);
+        if (mmcf->buckets == NULL) {
+            return NULL;
+        }
+
+        weir_memzero(mmcf->buckets,
+                     WEIR_HTTP_MITM_BUCKETS * sizeof(weir_http_mitm_cert_t *));
+        weir_queue_init(&mmcf->lru);
+    }
+
+    /* full: the least recently used entry that no one waits for goes */
+    if (mmcf->count >= WEIR_HTTP_MITM_CACHE_SIZE) {
+        for (q = weir_queue_last(&mmcf->lru);
+             q != weir_queue_sentinel(&mmcf->lru);
+             q = weir_queue_prev(q))
+        {
+            old = weir_queue_data(q, weir_http_mitm_cert_t, lru);
+
+            if (!old->pending) {
+                weir_http_mitm_remove(mmcf, old);
+                mmcf->evicted++;
+                break;
+            }
+        }
+    }
+
+    e = weir_alloc(sizeof(weir_http_mitm_cert_t) + mc->name.len, mc->c->log);
+    if (e == NULL) {
+        return NULL;
+    }
+
+    weir_memzero(e, sizeof(weir_http_mitm_cert_t));
+
+    e->hash = hash;
+    e->port = mc->port;
+    e->ca = mc->mscf->ca;
+    e->name.data = (unsigned char *) (e + 1);
+    e->name.len = mc->name.len;
+    weir_memcpy(e->name.data, mc->name.data, mc->name.len);
+    e->pending = 1;
+    weir_queue_init(&e->waiters);
+
+    e->next = mmcf->buckets[hash % WEIR_HTTP_MITM_BUCKETS];
+    mmcf->buckets[hash % WEIR_HTTP_MITM_BUCKETS] = e;
+    weir_queue_insert_head(&mmcf->lru, &e->lru);
+    mmcf->count++;
+
+    return e;
+}
+
+
+static void
+weir_http_mitm_remove(weir_http_mitm_main_conf_t *mmcf,
+    weir_http_mitm_cert_t *e)
+{
+    weir_http_mitm_cert_t  **pe;
+
+    for (pe = &mmcf->buckets[e->hash % WEIR_HTTP_MITM_BUCKETS];
+         *pe;
+         pe = &(*pe)->next)
+    {
+        if (*pe == e) {
+            *pe = e->next;
+            break;
+        }
+    }
+
+    weir_queue_remove(&e->lru);
+    mmcf->count--;
+
+    if (e->leaf) {
+        X509_free(e->leaf);
+    }
+
+    weir_free(e);
+}
+
+
+void
+weir_http_mitm_cache_free(weir_http_mitm_main_conf_t *mmcf)
+{
+    weir_uint_t             i;
+    weir_http_mitm_cert_t  *e, *next;
+
+    if (mmcf->buckets == NULL) {
+        return;
+    }
+
+    for (i = 0; i < WEIR_HTTP_MITM_BUCKETS; i++) {
+        for (e = mmcf->buckets[i]; e; e = next) {
+            next = e->next;
+
+            if (e->leaf) {
+                X509_free(e->leaf);
+            }
+
+            weir_free(e);
+        }
+    }
+
+    weir_free(mmcf->buckets);
+    mmcf->buckets = NULL;
+    mmcf->count = 0;
+}
+
+
+/* ---- the look at the origin ------------------------------------------ */
+
+/* the client's ALPN offer, h2 and http/1.1 only, in its order */
+
+static weir_int_t
+weir_http_mitm_alpn_offer(weir_http_mitm_conn_t *mc, weir_pool_t *pool,
+    weir_str_t *out)
+{
+    size_t          n;
+    weir_uint_t     h2, h11;
+    unsigned char  *p, *last, *o;
+
+    h2 = 0;
+    h11 = 0;
+    out->len = 0;
+    out->data = weir_pnalloc(pool, 12);
+
+    if (out->data == NULL) {
+        return WEIR_ERROR;
+    }
+
+    o = out->data;
+    p = mc->alpn_offer.data;
+    last = p + mc->alpn_offer.len;
+
+    while (p < last) {
+        n = *p++;
+
+        if (n > (size_t) (last - p)) {
+            break;
+        }
+
+        /* each once: 3 + 9 bytes at most */
+        if ((n == 2 && !h2 && weir_strncmp(p, "h2", 2) == 0)
+            || (n == 8 && !h11 && weir_strncmp(p, "http/1.1", 8) == 0))
+        {
+            h2 |= (n == 2);
+            h11 |= (n == 8);
+            *o++ = (unsigned char) n;
+            o = weir_cpymem(o, p, n);
+        }
+
+        p += n;
+    }
+
+    out->len = (size_t) (o - out->data);
+
+    return WEIR_OK;
+}
+
+
+static weir_int_t
+weir_http_mitm_look(weir_http_mitm_conn_t *mc, weir_http_mitm_cert_t *e)
+{
+    weir_connection_t      *c;
+    weir_http_mitm_look_t  *lk;
+
+    c = mc->origin;
+
+    lk = weir_pcalloc(c->pool, sizeof(weir_http_mitm_look_t));
+    if (lk == NULL) {
+        return WEIR_ERROR;
+    }
+
+    lk->entry = e;
+    lk->mmcf = mc->mmcf;
+    lk->c = c;
+    lk->verify = mc->verify;
+
+    lk->name.data = weir_pnalloc(c->pool, mc->name.len + 1);
+    if (lk->name.data == NULL) {
+        return WEIR_ERROR;
+    }
+
+    lk->name.len = mc->name.len;
+    weir_memcpy(lk->name.data, mc->name.data, mc->name.len);
+    lk->name.data[lk->name.len] = '\0';
+
+    if (weir_http_mitm_alpn_offer(mc, c->pool, &lk->alpn) != WEIR_OK) {
+        return WEIR_ERROR;
+    }
+
+    /* the origin connection is the look's now: nothing of the CONNECT's
+     * request (gone) or of the client may be reached from it */
+    lk->log = *c->log;
+    lk->log.handler = NULL;
+    lk->log.data = NULL;
+    lk->log.action = "looking at the origin";
+    c->log = &lk->log;
+    c->read->log = &lk->log;
+    c->write->log = &lk->log;
+    c->data = lk;
+
+    if (weir_ssl_create_connection(mc->origin_ssl, c, WEIR_SSL_CLIENT)
+        != WEIR_OK)
+    {
+        return WEIR_ERROR;
+    }
+
+    mc->origin = NULL;
+
+    if (c->read->timer_set) {
+        weir_event_del_timer(c->read);
+    }
+
+    /* the whole look: the CONNECT's proxy_connect_timeout */
+    weir_event_add_timer(c->write, mc->origin_timeout);
+
+    /* from the event loop: the caller is inside OpenSSL's callback */
+    lk->start.handler = weir_http_mitm_look_start;
+    lk->start.data = lk;
+    lk->start.log = &lk->log;
+    weir_post_event(&lk->start, &weir_posted_events);
+
+    return WEIR_OK;
+}
+
+
+static void
+weir_http_mitm_look_start(weir_event_t *ev)
+{
+    SSL                    *ssl;
+    weir_int_t              rc;
+    struct in6_addr         a6;
+    weir_ssl_conn_t        *sc;
+    weir_connection_t      *c;
+    weir_http_mitm_look_t  *lk;
+
+    lk = ev->data;
+    c = lk->c;
+    sc = weir_ssl_conn(c);
+    ssl = sc->connection;
+
+    if (lk->alpn.len
+        && SSL_set_alpn_protos(ssl, lk->alpn.data, (unsigned) lk->alpn.len)
+           != 0)
+    {
+        weir_http_mitm_look_end(lk, NULL, "SSL_set_alpn_protos() failed",
+                                0, 0);
+        return;
+    }
+
+    /* SNI is a host name, never an address (RFC 6066) */
+    if (inet_pton(AF_INET, (char *) lk->name.data, &a6) != 1
+        && inet_pton(AF_INET6, (char *) lk->name.data, &a6) != 1
+        && SSL_set_tlsext_host_name(ssl, (char *) lk->name.data) != 1)
+    {
+        weir_http_mitm_look_end(lk, NULL, "SSL_set_tlsext_host_name() failed",
+                                0, 0);
+        return;
+    }
+
+    sc->handler = weir_http_mitm_look_done;
+    sc->data = lk;
+
+    rc = weir_ssl_handshake(c);
+
+    if (rc == WEIR_AGAIN) {
+        return;
+    }
+
+    weir_http_mitm_look_done(c);
+}
+
+
+static void
+weir_http_mitm_look_done(weir_connection_t *c)
+{
+    X509                   *origin;
+    long                    v;
+    unsigned int            len;
+    weir_uint_t             alpn;
+    const char             *error;
+    weir_ssl_conn_t        *sc;
+    const unsigned char    *data;
+    weir_http_mitm_look_t  *lk;
+
+    sc = weir_ssl_conn(c);
+    lk = sc->data;
+
+    if (c->write->timedout || c->read->timedout) {
+        weir_log_error(WEIR_LOG_ERR, c->log, WEIR_ETIMEDOUT,
+                       "the origin of \"%s\" timed out in its TLS handshake",
+                       (char *) lk->name.data);
+        weir_http_mitm_look_end(lk, NULL,
+                                "the origin timed out in its TLS handshake",
+                                0, 0);
+        return;
+    }
+
+    if (!sc->handshaked) {
+        /* the TLS layer logged the reason */
+        weir_log_error(WEIR_LOG_ERR, c->log, 0,
+                       "TLS handshake with the origin of \"%s\" failed",
+                       (char *) lk->name.data);
+        weir_http_mitm_look_end(lk, NULL,
+                                "the TLS handshake with the origin failed",
+                                0, 0);
+        return;
+    }
+
+    SSL_get0_alpn_selected(sc->connection, &data, &len);
+
+    alpn = WEIR_HTTP_MITM_ALPN_NONE;
+
+    if (len == 2 && data[0] == 'h' && data[1] == '2') {
+        alpn = WEIR_HTTP_MITM_ALPN_H2;
+
+    } else if (len == 8) {
+        alpn = WEIR_HTTP_MITM_ALPN_HTTP11;
+    }
+
+    origin = SSL_get1_peer_certificate(sc->connection);
+    error = NULL;
+
+    if (lk->verify) {
+        v = weir_ssl_verify_result(c);
+
+        if (origin == NULL) {
+            error = "the origin sent no certificate";
+
+        } else if (v != X509_V_OK) {
+            error = X509_verify_cert_error_string(v);
+
+        } else if (weir_ssl_check_host(c, &lk->name) != WEIR_OK) {
+            error = "the origin's certificate does not match the name";
+        }
+
+        if (error) {
+            weir_log_error(WEIR_LOG_ERR, c->log, 0,
+                           "origin certificate of \"%s\" failed "
+                           "verification: %s", (char *) lk->name.data,
+                           error);
+        }
+    }
+
+    weir_http_mitm_look_end(lk, origin, error, alpn, 1);
+
+    X509_free(origin);
+}
+
+
+/*
+ * The end of a look: a leaf for the name (with the origin's names when
+ * its certificate came), given to every client that waits, and kept in
+ * the cache when keep says so.
+ */
+
+static void
+weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
+    const char *error, weir_uint_t alpn, weir_uint_t keep)
+{
+    X509                        *leaf;
+    weir_queue_t                *q, todo;
+    weir_connection_t           *c;
+    weir_http_mitm_cert_t       *e;
+    weir_http_mitm_conn_t       *mc;
+    weir_http_mitm_main_conf_t  *mmcf;
+
+    e = lk->entry;
+    mmcf = lk->mmcf;
+    c = lk->c;
+
+    leaf = weir_http_mitm_mint(e->ca, mmcf->leaf_key, &e->name, origin,
+                               c->log);
+
+    if (leaf) {
+        mmcf->minted++;
+
+        weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                       "mitm minted a certificate for \"%.*s\" "
+                       "(minted %lu, from cache %lu, evicted %lu)",
+                       WEIR_STR_ARG(e->name), (unsigned long) mmcf->minted,
+                       (unsigned long) mmcf->cached,
+                       (unsigned long) mmcf->evicted);
+    }
+
+    e->pending = 0;
+    e->leaf = leaf;
+    e->alpn = alpn;
+    e->error = error;
+    e->expires = error ? weir_time() + WEIR_HTTP_MITM_FAIL_TTL
+                       : (time_t) WEIR_MAX_TIME_T_VALUE;
+
+    weir_http_mitm_close_origin(c);
+
+    /* the waiters move to a list of their own, the entry may go; each is
+     * resumed once it is out of the list, as resuming may close it (or
+     * another waiter: its cleanup takes it out of the list) */
+    weir_queue_init(&todo);
+
+    while (!weir_queue_empty(&e->waiters)) {
+        q = weir_queue_head(&e->waiters);
+        weir_queue_remove(q);
+        weir_queue_insert_tail(&todo, q);
+    }
+
+    if (leaf == NULL || !keep) {
+        weir_http_mitm_remove(mmcf, e);
+    }
+
+    while (!weir_queue_empty(&todo)) {
+        q = weir_queue_head(&todo);
+        mc = weir_queue_data(q, weir_http_mitm_conn_t, queue);
+
+        weir_queue_remove(q);
+        mc->waiting = NULL;
+        mc->looked = 1;
+
+        if (leaf) {
+            X509_up_ref(leaf);
+            mc->leaf = leaf;
+            mc->alpn = alpn;
+            mc->target.error = error;
+        }
+
+        /* without a leaf the callback fails the handshake */
+        weir_ssl_handshake_resume(mc->c);
+    }
+}
+
+
+static void
+weir_http_mitm_close_origin(weir_connection_t *c)
+{
+    weir_pool_t  *pool;
+
+    if (c->read->timer_set) {
+        weir_event_del_timer(c->read);
+    }
+
+    if (c->write->timer_set) {
+        weir_event_del_timer(c->write);
+    }
+
+    pool = c->pool;
+
+    weir_close_connection(c);
+
+    if (pool) {
+        weir_destroy_pool(pool);
+    }
+}
