@@ -240,8 +240,9 @@ weir_ssl_handshake_handler(weir_event_t *ev)
     c = ev->data;
     sslc = weir_ssl_conn(c);
 
-    if (ev->timedout) {
-        c->timedout = 1;
+    if (ev->timedout || (sslc->waiting && c->close)) {
+        /* the caller's timer, or the worker is shutting down */
+        c->timedout = ev->timedout;
         sslc->waiting = 0;
         rc = WEIR_ERROR;
 
