@@ -98,7 +98,7 @@ def private_key_copy(weir, pki, mode=0o600):
 
 
 def write_conf(weir, dns, pki, ports, server="", http="", ca=True,
-               mitm="on"):
+               mitm="on", workers=1):
     """Writes a forward proxy with `mitm` on 127.0.0.1:PORT; returns
     PORT. ports: the CONNECT ports allowed. ca=True: mitm_certificate and
     mitm_certificate_key are the PKI's "weir mitm test CA"; ca=False:
@@ -111,7 +111,7 @@ def write_conf(weir, dns, pki, ports, server="", http="", ca=True,
                     "        mitm_certificate_key %s;\n"
                     % (mitm_ca(pki).cert, private_key_copy(weir, pki)))
     weir.conf(tlspki.mitm_preamble() +
-              "worker_processes 1;\n"
+              "worker_processes %d;\n"
               "http {\n"
               "    resolver %s;\n"
               "    proxy_connect_timeout 3s;\n"
@@ -126,7 +126,7 @@ def write_conf(weir, dns, pki, ports, server="", http="", ca=True,
               "        proxy_ssl_trusted_certificate %s;\n"
               "%s"
               "    }\n"
-              "}\n" % (dns.addr, http, port,
+              "}\n" % (workers, dns.addr, http, port,
                        " ".join(str(p) for p in ports), mitm, ca_lines,
                        pki.ca_cert, server))
     return port
@@ -1194,3 +1194,134 @@ def test_concurrent_first_visits_mint_once_then_the_cache_serves(weir, dns,
     assert "minted 1" in line
     assert len(re.findall(r'minted a certificate for "c\.test"',
                           weir.log())) == 1
+
+
+# ---- the certificate cache shared by the workers
+
+
+def leaf_der(port, host, oport, ca):
+    """The DER of the leaf weir serves for host (one tunnel)."""
+    s = tls_through(port, host, oport, [ca])
+    try:
+        return s.getpeercert(binary_form=True)
+    finally:
+        s.close()
+
+
+def test_shared_cache_mints_once_per_host_for_all_workers(weir, dns, pki,
+                                                          h2o):
+    """Two workers with mitm_certificate_cache shared: 40 hosts, each
+    visited by 3 connections at once, then once more: both workers serve
+    decrypted requests, and each host is minted exactly once (the mint
+    line counts all workers)."""
+    hosts = ["h%d.m.test" % i for i in range(40)]
+    o = tls_origin(h2o, pki, names=("*.m.test",))
+    add_names(dns, *hosts)
+    port = start(weir, dns, pki, [o.port], workers=2,
+                 http="    mitm_certificate_cache shared:mitm:4m;\n"
+                      "    log_format pid '$pid $mitm $host';\n",
+                 server="        access_log logs/pid.log pid;\n")
+    base = [CURL, "-sS", "--max-time", "20", "-o", "/dev/null",
+            "-w", "%{http_code}\n", "--cacert", mitm_ca(pki).cert,
+            "-x", "http://127.0.0.1:%d" % port]
+    for round_ in (3, 1):
+        procs = []
+        for h in hosts:
+            for _ in range(round_):
+                procs.append(subprocess.Popen(
+                    base + ["https://%s:%d/tiny" % (h, o.port)],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        try:
+            outs = [p.communicate(timeout=DEADLINE)[0] for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        assert outs == [b"200\n"] * len(procs)
+    log = weir.log()
+    for h in hosts:
+        n = len(re.findall(r'minted a certificate for "%s"' % re.escape(h),
+                           log))
+        assert n == 1, (h, n)
+    assert "minted 40, " in log
+    assert "all workers" in log
+
+    def both():
+        with open(weir.path("logs", "pid.log")) as f:
+            pids = {l.split()[0] for l in f if " decrypted " in l}
+        return pids if len(pids) == 2 else None
+
+    wait_for(both, what="both workers to serve decrypted requests")
+
+
+def test_shared_cache_survives_a_reload(weir, dns, pki, h2o):
+    """A leaf minted before a reload is served after it, byte for byte
+    (the same key and serial), without a second mint."""
+    o = tls_origin(h2o, pki)
+    add_names(dns, "a.test")
+    port = start(weir, dns, pki, [o.port],
+                 http="    mitm_certificate_cache shared:mitm:1m;\n")
+    ca = mitm_ca(pki).cert
+    before = leaf_der(port, "a.test", o.port, ca)
+    old = set(weir.workers())
+    weir.reload(wait=False)
+
+    def new_workers():
+        now = set(weir.workers())
+        return now if now and not (now & old) else None
+
+    wait_for(new_workers, what="the new workers")
+    after = leaf_der(port, "a.test", o.port, ca)
+    assert after == before
+    assert len(re.findall(r'minted a certificate for "a\.test"',
+                          weir.log())) == 1
+
+
+def test_shared_cache_keeps_no_leaf_of_another_ca(weir, dns, pki, h2o):
+    """A reload that changes the CA keeps the zone but never serves a
+    leaf of the old CA: the next client gets one issued by the new CA."""
+    o = tls_origin(h2o, pki)
+    add_names(dns, "a.test")
+    port = start(weir, dns, pki, [o.port],
+                 http="    mitm_certificate_cache shared:mitm:1m;\n")
+    s = tls_through(port, "a.test", o.port, [mitm_ca(pki).cert])
+    s.close()
+    other = pki.other_ca("weir second mitm CA")
+    key = weir.path("conf", "second-ca.key")
+    shutil.copyfile(other.key, key)
+    os.chmod(key, 0o600)
+    conf = open(weir.conf_path).read()
+    conf = conf.replace(mitm_ca(pki).cert, other.cert)
+    conf = conf.replace(weir.path("conf", "mitm-ca.key"), key)
+    old = set(weir.workers())
+    with open(weir.conf_path, "w") as f:
+        f.write(conf)
+    weir.reload(wait=False)
+
+    def new_workers():
+        now = set(weir.workers())
+        return now if now and not (now & old) else None
+
+    wait_for(new_workers, what="the new workers")
+    s = tls_through(port, "a.test", o.port, [other.cert])
+    try:
+        assert issuer_cn(s.getpeercert()) == "weir second mitm CA"
+    finally:
+        s.close()
+
+
+def test_certificate_cache_errors(weir):
+    """A bad mitm_certificate_cache is refused with its file:line."""
+    weir.allow.append(r"\[emerg\]")
+    for value, reason in (("shared:x", "invalid mitm_certificate_cache"),
+                          ("private:x:1m", "invalid mitm_certificate_cache"),
+                          ("shared:x:1k", "is too small")):
+        weir.conf(tlspki.mitm_preamble() +
+                  "http {\n"
+                  "    mitm_certificate_cache %s;\n"
+                  "}\n" % value)
+        p = weir.run(["-t"])
+        assert p.returncode != 0
+        assert reason in p.stderr, p.stderr
+        assert "weir.conf:" in p.stderr, p.stderr

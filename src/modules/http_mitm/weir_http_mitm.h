@@ -31,6 +31,11 @@
 /* how long an origin that failed verification is remembered */
 #define WEIR_HTTP_MITM_FAIL_TTL     30
 #define WEIR_HTTP_MITM_MAX_NAME     253
+/* a look another worker started and has not ended after this many
+ * seconds is taken over (that worker died, or lost it) */
+#define WEIR_HTTP_MITM_LOOK_MAX     75
+/* how often a worker looks whether another worker's look ended */
+#define WEIR_HTTP_MITM_POLL         10
 
 /* a certification authority: the certificate, its key, and the chain
  * sent after a leaf (the CA itself) */
@@ -39,7 +44,14 @@ typedef struct {
     EVP_PKEY                    *key;
     STACK_OF(X509)              *chain;
     weir_str_t                   path;          /* of the certificate */
+    unsigned char                fingerprint[32];   /* SHA-256 */
 } weir_http_mitm_ca_t;
+
+/* mitm_certificate_cache shared:NAME:SIZE (weir_http_mitm_shared.c) */
+typedef struct {
+    weir_shm_zone_t             *shm_zone;
+    EVP_PKEY                    *key;           /* decoded, per worker */
+} weir_http_mitm_zone_t;
 
 /* a host pattern of mitm_hosts / mitm_bypass */
 #define WEIR_HTTP_MITM_EXACT    0
@@ -78,6 +90,13 @@ struct weir_http_mitm_cert_s {
     weir_uint_t                  alpn;
 
     weir_queue_t                 waiters;       /* of weir_http_mitm_conn_t */
+    /* another worker looks: polled, with a waiter's origin connection
+     * kept in case the look comes to this worker after all */
+    weir_event_t                 poll;
+    weir_connection_t           *spare;
+    weir_http_mitm_zone_t       *zone;
+    struct weir_http_mitm_main_conf_s  *mmcf;
+    char                         errbuf[160];
     unsigned                     pending:1;
 };
 
@@ -89,12 +108,13 @@ typedef struct {
     weir_array_t                *hosts;         /* of rules; NULL: all */
     weir_array_t                *bypass;
     weir_msec_t                  handshake_timeout;
+    weir_http_mitm_zone_t       *zone;          /* NULL: per worker */
 
     weir_http_mitm_ca_t         *ca;
     weir_ssl_t                   ssl;           /* the clients' side */
 } weir_http_mitm_srv_conf_t;
 
-typedef struct {
+typedef struct weir_http_mitm_main_conf_s {
     EVP_PKEY                    *leaf_key;      /* every leaf's: P-256 */
 
     /* the certificate cache of this configuration, per worker */
@@ -127,6 +147,7 @@ struct weir_http_mitm_conn_s {
      * when the name is not in the cache, else closed */
     weir_connection_t           *origin;
     weir_ssl_t                  *origin_ssl;    /* the forward context */
+    EVP_PKEY                    *leaf_key;      /* of every leaf */
     weir_uint_t                  verify;
     weir_msec_t                  origin_timeout;
 
@@ -159,6 +180,16 @@ X509 *weir_http_mitm_mint(weir_http_mitm_ca_t *ca, EVP_PKEY *key,
     weir_str_t *name, X509 *origin, weir_log_t *log);
 void weir_http_mitm_free_ca(void *data);
 
+/* weir_http_mitm_shared.c */
+char *weir_http_mitm_cache_directive(weir_conf_t *cf, weir_command_t *cmd,
+    void *conf);
+EVP_PKEY *weir_http_mitm_shared_key(weir_http_mitm_zone_t *zone,
+    weir_log_t *log);
+weir_int_t weir_http_mitm_shared_get(weir_http_mitm_zone_t *zone,
+    weir_http_mitm_conn_t *mc, X509 **leaf, const char **error);
+void weir_http_mitm_shared_put(weir_http_mitm_zone_t *zone,
+    weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t counts[3]);
+
 /* weir_http_mitm_origin.c */
 /*
  * The leaf for mc->name, now (WEIR_OK: mc->leaf, mc->alpn,
@@ -170,6 +201,9 @@ weir_int_t weir_http_mitm_find(weir_http_mitm_conn_t *mc);
 /* mc goes before its wait ended (its connection closes) */
 void weir_http_mitm_forget(weir_http_mitm_conn_t *mc);
 void weir_http_mitm_cache_free(weir_http_mitm_main_conf_t *mmcf);
+/* c (an origin connection, idle) is kept at *slot until it is used */
+void weir_http_mitm_hold_origin(weir_connection_t *c,
+    weir_connection_t **slot);
 
 extern weir_module_t  weir_http_mitm_module;
 

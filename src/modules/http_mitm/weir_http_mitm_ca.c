@@ -326,6 +326,10 @@ weir_http_mitm_ca_alloc(weir_conf_t *cf, X509 *cert, EVP_PKEY *key,
     ca->key = key;
     ca->path = *path;
 
+    if (!X509_digest(cert, EVP_sha256(), ca->fingerprint, NULL)) {
+        return NULL;
+    }
+
     cln->handler = weir_http_mitm_free_ca;
     cln->data = ca;
 

@@ -102,6 +102,13 @@ static weir_command_t  weir_http_mitm_commands[] = {
       offsetof(weir_http_mitm_srv_conf_t, bypass),
       NULL },
 
+    { weir_string("mitm_certificate_cache"),
+      WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_CONF_TAKE1,
+      weir_http_mitm_cache_directive,
+      WEIR_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
     { weir_string("mitm_handshake_timeout"),
       WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_CONF_TAKE1,
       weir_conf_set_msec_slot,
@@ -241,6 +248,12 @@ weir_http_mitm_intercept(weir_http_upstream_t *u, weir_str_t *preread)
     mc->verify = verify;
     mc->origin_timeout = u->conf->connect_timeout;
     mc->target.data = mc;
+    mc->leaf_key = mscf->zone ? weir_http_mitm_shared_key(mscf->zone, c->log)
+                              : mc->mmcf->leaf_key;
+
+    if (mc->leaf_key == NULL) {
+        return WEIR_ERROR;
+    }
 
     if (weir_pstrfmt(c->pool, &mc->target.authority, "%.*s:%u",
                      WEIR_STR_ARG(u->resolved->host), (unsigned) mc->port)
@@ -286,9 +299,7 @@ weir_http_mitm_intercept(weir_http_upstream_t *u, weir_str_t *preread)
         weir_event_del_timer(oc->write);
     }
 
-    oc->data = mc;
-    oc->read->handler = weir_http_mitm_empty_handler;
-    oc->write->handler = weir_http_mitm_empty_handler;
+    weir_http_mitm_hold_origin(oc, &mc->origin);
 
     hc->forward = &mc->target;
     hc->takeover = weir_http_mitm_takeover;
@@ -575,7 +586,7 @@ weir_http_mitm_client_hello(SSL *ssl, int *al, void *arg)
         return SSL_CLIENT_HELLO_ERROR;
     }
 
-    if (SSL_use_cert_and_key(ssl, mc->leaf, mc->mmcf->leaf_key,
+    if (SSL_use_cert_and_key(ssl, mc->leaf, mc->leaf_key,
                              mc->mscf->ca->chain, 1)
         != 1)
     {
@@ -857,6 +868,7 @@ weir_http_mitm_create_srv_conf(weir_conf_t *cf)
     conf->hosts = WEIR_CONF_UNSET_PTR;
     conf->bypass = WEIR_CONF_UNSET_PTR;
     conf->handshake_timeout = WEIR_CONF_UNSET_MSEC;
+    conf->zone = WEIR_CONF_UNSET_PTR;
 
     return conf;
 }
@@ -882,6 +894,7 @@ weir_http_mitm_merge_srv_conf(weir_conf_t *cf, void *parent, void *child)
     weir_conf_merge_ptr_value(conf->bypass, prev->bypass, NULL);
     weir_conf_merge_msec_value(conf->handshake_timeout,
                                prev->handshake_timeout, 60000);
+    weir_conf_merge_ptr_value(conf->zone, prev->zone, NULL);
 
     if (!conf->enable) {
         return WEIR_CONF_OK;

@@ -33,6 +33,7 @@ typedef struct {
     weir_event_t                 start;     /* posted: the look begins
                                                from the event loop */
     weir_str_t                   alpn;      /* offered, wire form */
+    EVP_PKEY                    *key;       /* the leaves' */
 } weir_http_mitm_look_t;
 
 
@@ -55,16 +56,30 @@ static void weir_http_mitm_look_done(weir_connection_t *c);
 static void weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
     const char *error, weir_uint_t alpn, weir_uint_t keep);
 static void weir_http_mitm_close_origin(weir_connection_t *c);
+static void weir_http_mitm_held_handler(weir_event_t *ev);
+static void weir_http_mitm_poll(weir_event_t *ev);
+static void weir_http_mitm_give_error(weir_http_mitm_conn_t *mc,
+    const char *error);
+static void weir_http_mitm_fill(weir_http_mitm_cert_t *e, X509 *leaf,
+    weir_uint_t alpn, const char *error);
+static void weir_http_mitm_finish(weir_http_mitm_cert_t *e, X509 *leaf,
+    weir_uint_t alpn, const char *error, weir_uint_t keep);
+static void weir_http_mitm_free_entry(weir_http_mitm_cert_t *e);
 
 
 weir_int_t
 weir_http_mitm_find(weir_http_mitm_conn_t *mc)
 {
+    X509                        *leaf;
     uint32_t                     hash;
+    weir_int_t                   rc;
+    const char                  *error;
     weir_http_mitm_cert_t       *e;
+    weir_http_mitm_zone_t       *zone;
     weir_http_mitm_main_conf_t  *mmcf;
 
     mmcf = mc->mmcf;
+    zone = mc->mscf->zone;
 
     if (mc->leaf) {
         /* the wait is over: what the look left for this client */
@@ -91,14 +106,54 @@ weir_http_mitm_find(weir_http_mitm_conn_t *mc)
     if (e && !e->pending && e->leaf) {
         mmcf->cached++;
         weir_http_mitm_use(mc, e);
+        return WEIR_OK;
+    }
 
-        /* the origin connection was for a look: not needed */
-        if (mc->origin) {
-            weir_http_mitm_close_origin(mc->origin);
-            mc->origin = NULL;
+    if (e == NULL && zone) {
+        /* not in this worker: maybe minted by another, or before a
+         * reload */
+        rc = weir_http_mitm_shared_get(zone, mc, &leaf, &error);
+
+        if (rc == WEIR_ERROR) {
+            return WEIR_ERROR;
         }
 
-        return WEIR_OK;
+        if (rc == WEIR_OK) {
+            e = weir_http_mitm_insert(mmcf, mc, hash);
+            if (e == NULL) {
+                X509_free(leaf);
+                return WEIR_ERROR;
+            }
+
+            e->zone = zone;
+            weir_http_mitm_fill(e, leaf, mc->alpn, error);
+            mmcf->cached++;
+            weir_http_mitm_use(mc, e);
+            return WEIR_OK;
+        }
+
+        if (rc == WEIR_BUSY) {
+            /* another worker looks: wait for its result, keeping this
+             * client's origin connection in case it fails */
+            e = weir_http_mitm_insert(mmcf, mc, hash);
+            if (e == NULL) {
+                return WEIR_ERROR;
+            }
+
+            e->zone = zone;
+            e->spare = mc->origin;
+            mc->origin = NULL;
+            weir_http_mitm_hold_origin(e->spare, &e->spare);
+
+            e->poll.handler = weir_http_mitm_poll;
+            e->poll.data = e;
+            e->poll.log = weir_cycle->log;
+            weir_event_add_timer(&e->poll, WEIR_HTTP_MITM_POLL);
+
+            goto wait;
+        }
+
+        /* WEIR_DECLINED: this worker looks */
     }
 
     if (e == NULL) {
@@ -115,6 +170,8 @@ weir_http_mitm_find(weir_http_mitm_conn_t *mc)
             return WEIR_ERROR;
         }
 
+        e->zone = zone;
+
         if (weir_http_mitm_look(mc, e) != WEIR_OK) {
             weir_http_mitm_remove(mmcf, e);
             return WEIR_ERROR;
@@ -122,14 +179,93 @@ weir_http_mitm_find(weir_http_mitm_conn_t *mc)
 
     } else if (mc->origin) {
         /* another client's look is under way: wait for it */
-        weir_http_mitm_close_origin(mc->origin);
+        if (e->spare == NULL && e->poll.timer_set) {
+            e->spare = mc->origin;
+            weir_http_mitm_hold_origin(e->spare, &e->spare);
+
+        } else {
+            weir_http_mitm_close_origin(mc->origin);
+        }
+
         mc->origin = NULL;
     }
+
+wait:
 
     weir_queue_insert_tail(&e->waiters, &mc->queue);
     mc->waiting = e;
 
     return WEIR_AGAIN;
+}
+
+
+/*
+ * Another worker's look: its result, once the shared zone has it; the
+ * look itself when that worker gave up (the node went, or stayed
+ * pending too long).
+ */
+
+static void
+weir_http_mitm_poll(weir_event_t *ev)
+{
+    X509                   *leaf;
+    weir_int_t              rc;
+    const char             *error;
+    weir_queue_t           *q;
+    weir_connection_t      *spare;
+    weir_http_mitm_cert_t  *e;
+    weir_http_mitm_conn_t  *mc;
+
+    e = ev->data;
+
+    if (weir_queue_empty(&e->waiters)) {
+        /* no one waits any more: nothing to keep */
+        weir_http_mitm_remove(e->mmcf, e);
+        return;
+    }
+
+    q = weir_queue_head(&e->waiters);
+    mc = weir_queue_data(q, weir_http_mitm_conn_t, queue);
+
+    rc = weir_http_mitm_shared_get(e->zone, mc, &leaf, &error);
+
+    switch (rc) {
+
+    case WEIR_BUSY:
+        weir_event_add_timer(&e->poll, WEIR_HTTP_MITM_POLL);
+        return;
+
+    case WEIR_OK:
+        weir_http_mitm_finish(e, leaf, mc->alpn, error, 1);
+        return;
+
+    case WEIR_DECLINED:
+        spare = e->spare;
+        e->spare = NULL;
+
+        if (spare) {
+            mc->origin = spare;
+            weir_http_mitm_hold_origin(spare, &mc->origin);
+
+            if (weir_http_mitm_look(mc, e) == WEIR_OK) {
+                return;
+            }
+
+            if (mc->origin) {
+                weir_http_mitm_close_origin(mc->origin);
+                mc->origin = NULL;
+            }
+        }
+
+        weir_log_error(WEIR_LOG_ERR, mc->c->log, 0,
+                       "the look at the origin of \"%.*s\" was lost",
+                       WEIR_STR_ARG(e->name));
+        /* fall through */
+
+    default:
+        weir_http_mitm_finish(e, NULL, 0, NULL, 0);
+        return;
+    }
 }
 
 
@@ -164,7 +300,50 @@ weir_http_mitm_use(weir_http_mitm_conn_t *mc, weir_http_mitm_cert_t *e)
     X509_up_ref(e->leaf);
     mc->leaf = e->leaf;
     mc->alpn = e->alpn;
-    mc->target.error = e->error;
+    weir_http_mitm_give_error(mc, e->error);
+
+    /* the origin connection was for a look: not needed */
+    if (mc->origin) {
+        weir_http_mitm_close_origin(mc->origin);
+        mc->origin = NULL;
+    }
+}
+
+
+/* the verdict, in mc's pool: it outlives the entry */
+
+static void
+weir_http_mitm_give_error(weir_http_mitm_conn_t *mc, const char *error)
+{
+    weir_str_t  s;
+
+    mc->target.error = NULL;
+
+    if (error && weir_pstrfmt(mc->c->pool, &s, "%s", error) == WEIR_OK) {
+        mc->target.error = (const char *) s.data;
+    }
+}
+
+
+/* a complete entry: the leaf (its reference is the entry's now) */
+
+static void
+weir_http_mitm_fill(weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t alpn,
+    const char *error)
+{
+    e->pending = 0;
+    e->leaf = leaf;
+    e->alpn = alpn;
+    e->error = NULL;
+
+    if (error) {
+        (void) weir_cpystrn((unsigned char *) e->errbuf,
+                            (unsigned char *) error, sizeof(e->errbuf));
+        e->error = e->errbuf;
+    }
+
+    e->expires = error ? weir_time() + WEIR_HTTP_MITM_FAIL_TTL
+                       : (time_t) WEIR_MAX_TIME_T_VALUE;
 }
 
 
@@ -266,6 +445,7 @@ weir_http_mitm_insert(weir_http_mitm_main_conf_t *mmcf,
     e->hash = hash;
     e->port = mc->port;
     e->ca = mc->mscf->ca;
+    e->mmcf = mmcf;
     e->name.data = (unsigned char *) (e + 1);
     e->name.len = mc->name.len;
     weir_memcpy(e->name.data, mc->name.data, mc->name.len);
@@ -300,6 +480,22 @@ weir_http_mitm_remove(weir_http_mitm_main_conf_t *mmcf,
     weir_queue_remove(&e->lru);
     mmcf->count--;
 
+    weir_http_mitm_free_entry(e);
+}
+
+
+static void
+weir_http_mitm_free_entry(weir_http_mitm_cert_t *e)
+{
+    if (e->poll.timer_set) {
+        weir_event_del_timer(&e->poll);
+    }
+
+    if (e->spare) {
+        weir_http_mitm_close_origin(e->spare);
+        e->spare = NULL;
+    }
+
     if (e->leaf) {
         X509_free(e->leaf);
     }
@@ -321,12 +517,7 @@ weir_http_mitm_cache_free(weir_http_mitm_main_conf_t *mmcf)
     for (i = 0; i < WEIR_HTTP_MITM_BUCKETS; i++) {
         for (e = mmcf->buckets[i]; e; e = next) {
             next = e->next;
-
-            if (e->leaf) {
-                X509_free(e->leaf);
-            }
-
-            weir_free(e);
+            weir_http_mitm_free_entry(e);
         }
     }
 
@@ -404,6 +595,7 @@ weir_http_mitm_look(weir_http_mitm_conn_t *mc, weir_http_mitm_cert_t *e)
     lk->mmcf = mc->mmcf;
     lk->c = c;
     lk->verify = mc->verify;
+    lk->key = mc->leaf_key;
 
     lk->name.data = weir_pnalloc(c->pool, mc->name.len + 1);
     if (lk->name.data == NULL) {
@@ -589,38 +781,77 @@ weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
     const char *error, weir_uint_t alpn, weir_uint_t keep)
 {
     X509                        *leaf;
-    weir_queue_t                *q, todo;
+    weir_uint_t                  counts[3];
     weir_connection_t           *c;
     weir_http_mitm_cert_t       *e;
-    weir_http_mitm_conn_t       *mc;
     weir_http_mitm_main_conf_t  *mmcf;
 
     e = lk->entry;
     mmcf = lk->mmcf;
     c = lk->c;
 
-    leaf = weir_http_mitm_mint(e->ca, mmcf->leaf_key, &e->name, origin,
-                               c->log);
+    leaf = weir_http_mitm_mint(e->ca, lk->key, &e->name, origin, c->log);
 
     if (leaf) {
         mmcf->minted++;
-
-        weir_log_error(WEIR_LOG_INFO, c->log, 0,
-                       "mitm minted a certificate for \"%.*s\" "
-                       "(minted %lu, from cache %lu, evicted %lu)",
-                       WEIR_STR_ARG(e->name), (unsigned long) mmcf->minted,
-                       (unsigned long) mmcf->cached,
-                       (unsigned long) mmcf->evicted);
     }
 
-    e->pending = 0;
-    e->leaf = leaf;
-    e->alpn = alpn;
-    e->error = error;
-    e->expires = error ? weir_time() + WEIR_HTTP_MITM_FAIL_TTL
-                       : (time_t) WEIR_MAX_TIME_T_VALUE;
+    counts[0] = mmcf->minted;
+    counts[1] = mmcf->cached;
+    counts[2] = mmcf->evicted;
+
+    if (e->zone) {
+        /* the other workers see it now (or may look again without it) */
+        e->alpn = alpn;
+        e->error = error;
+        e->expires = error ? weir_time() + WEIR_HTTP_MITM_FAIL_TTL
+                           : (time_t) WEIR_MAX_TIME_T_VALUE;
+        weir_http_mitm_shared_put(e->zone, e, (leaf && keep) ? leaf : NULL,
+                                  counts);
+    }
+
+    if (leaf) {
+        weir_log_error(WEIR_LOG_INFO, c->log, 0,
+                       "mitm minted a certificate for \"%.*s\" "
+                       "(minted %lu, from cache %lu, evicted %lu%s)",
+                       WEIR_STR_ARG(e->name), (unsigned long) counts[0],
+                       (unsigned long) counts[1], (unsigned long) counts[2],
+                       e->zone ? ", all workers" : ", this worker");
+    }
 
     weir_http_mitm_close_origin(c);
+
+    weir_http_mitm_finish(e, leaf, alpn, error, keep);
+}
+
+
+/*
+ * A pending entry is done: every waiter gets its reference to the leaf
+ * (none: the callback fails their handshakes) and is resumed; the entry
+ * keeps the leaf when keep says so, else it goes.
+ */
+
+static void
+weir_http_mitm_finish(weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t alpn,
+    const char *error, weir_uint_t keep)
+{
+    weir_queue_t                *q, todo;
+    weir_http_mitm_conn_t       *mc;
+    weir_http_mitm_main_conf_t  *mmcf;
+
+    mmcf = e->mmcf;
+
+    if (e->poll.timer_set) {
+        weir_event_del_timer(&e->poll);
+    }
+
+    if (e->spare) {
+        /* kept for a look that is not needed any more */
+        weir_http_mitm_close_origin(e->spare);
+        e->spare = NULL;
+    }
+
+    weir_http_mitm_fill(e, leaf, alpn, error);
 
     /* the waiters move to a list of their own, the entry may go; each is
      * resumed once it is out of the list, as resuming may close it (or
@@ -631,6 +862,19 @@ weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
         q = weir_queue_head(&e->waiters);
         weir_queue_remove(q);
         weir_queue_insert_tail(&todo, q);
+    }
+
+    if (leaf) {
+        /* each waiter's reference, taken before the entry may go */
+        for (q = weir_queue_head(&todo); q != weir_queue_sentinel(&todo);
+             q = weir_queue_next(q))
+        {
+            mc = weir_queue_data(q, weir_http_mitm_conn_t, queue);
+            X509_up_ref(leaf);
+            mc->leaf = leaf;
+            mc->alpn = alpn;
+            weir_http_mitm_give_error(mc, error);
+        }
     }
 
     if (leaf == NULL || !keep) {
@@ -645,16 +889,43 @@ weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
         mc->waiting = NULL;
         mc->looked = 1;
 
-        if (leaf) {
-            X509_up_ref(leaf);
-            mc->leaf = leaf;
-            mc->alpn = alpn;
-            mc->target.error = error;
-        }
-
-        /* without a leaf the callback fails the handshake */
         weir_ssl_handshake_resume(mc->c);
     }
+}
+
+
+/*
+ * An origin connection kept for a look that may come (*slot points at
+ * it): nothing is read from it; when the origin closes it or sends
+ * anything, or the worker shuts down, it is closed and *slot cleared.
+ */
+
+void
+weir_http_mitm_hold_origin(weir_connection_t *c, weir_connection_t **slot)
+{
+    c->data = slot;
+    c->read->handler = weir_http_mitm_held_handler;
+    c->write->handler = weir_http_mitm_held_handler;
+}
+
+
+static void
+weir_http_mitm_held_handler(weir_event_t *ev)
+{
+    weir_connection_t   *c, **slot;
+
+    c = ev->data;
+
+    if (ev->write && !c->close) {
+        return;
+    }
+
+    slot = c->data;
+    *slot = NULL;
+
+    weir_log_debug(c->log, 0, "a held origin connection closes");
+
+    weir_http_mitm_close_origin(c);
 }
 
 
