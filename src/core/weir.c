@@ -110,6 +110,15 @@ main(int argc, char *const *argv)
     }
 
     if (weir_test_config) {
+        if (weir_export_ca && !weir_export_done) {
+            weir_log_stderr(0, "no server of %.*s has \"mitm on\" "
+                            "(or weir has no mitm module): no CA to export",
+                            WEIR_STR_ARG(cycle->conf_file));
+            weir_destroy_pool(cycle->pool);
+            weir_destroy_pool(init_cycle.pool);
+            return 1;
+        }
+
         if (!weir_quiet_mode) {
             weir_log_stderr(0, "configuration file %.*s test is successful",
                             WEIR_STR_ARG(cycle->conf_file));
@@ -221,7 +230,8 @@ weir_show_version_info(void)
     if (weir_show_help) {
         weir_print(
             "Usage: weir [-?hvVtTq] [-s signal] [-p prefix]\n"
-            "            [-e filename] [-c filename] [-g directives]\n"
+            "            [-e filename] [-c filename] [-g directives]"
+                                                           " [-E pem|der]\n"
             "\n"
             "Options:\n"
             "  -?,-h         : this help\n"
@@ -240,7 +250,9 @@ weir_show_version_info(void)
             "  -c filename   : set the configuration file (default: "
                                                      WEIR_CONF_PATH ")\n"
             "  -g directives : set global directives outside the"
-                                               " configuration file\n");
+                                               " configuration file\n"
+            "  -E pem|der    : print the interception CA's certificate"
+                                               " and exit\n");
     }
 
     if (weir_show_configure) {
@@ -315,6 +327,7 @@ weir_get_options(int argc, char *const *argv)
             case 'c':
             case 'g':
             case 's':
+            case 'E':
 
                 {
                     char         opt = p[-1];
@@ -331,6 +344,7 @@ weir_get_options(int argc, char *const *argv)
                                         opt == 'p' ? "directory name"
                                         : opt == 'g' ? "parameter"
                                         : opt == 's' ? "parameter"
+                                        : opt == 'E' ? "pem or der"
                                         : "file name");
                         return WEIR_ERROR;
                     }
@@ -348,6 +362,21 @@ weir_get_options(int argc, char *const *argv)
                     case 'g':
                         weir_conf_params = value;
                         break;
+                    case 'E':
+                        /* the interception CA: a configuration test that
+                         * prints it (the mitm module) */
+                        if (weir_strcmp(value, "pem") == 0
+                            || weir_strcmp(value, "der") == 0)
+                        {
+                            weir_export_ca = (value[0] == 'p') ? 1 : 2;
+                            weir_test_config = 1;
+                            weir_quiet_mode = 1;
+                            break;
+                        }
+
+                        weir_log_stderr(0, "invalid option: \"-E %s\"",
+                                        value);
+                        return WEIR_ERROR;
                     default: /* 's' */
                         if (weir_strcmp(value, "stop") == 0
                             || weir_strcmp(value, "quit") == 0

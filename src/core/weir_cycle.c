@@ -23,6 +23,9 @@ weir_array_t            weir_old_cycles;
 weir_uint_t             weir_test_config;
 weir_uint_t             weir_dump_config;
 weir_uint_t             weir_quiet_mode;
+/* -E pem|der: 1 or 2; a module that exports sets weir_export_done */
+weir_uint_t             weir_export_ca;
+weir_uint_t             weir_export_done;
 
 
 #define weir_is_init_cycle(cycle)  ((cycle)->conf_ctx == NULL)

@@ -113,5 +113,7 @@ extern weir_module_t           weir_core_module;
 extern weir_uint_t             weir_test_config;
 extern weir_uint_t             weir_dump_config;
 extern weir_uint_t             weir_quiet_mode;
+extern weir_uint_t             weir_export_ca;
+extern weir_uint_t             weir_export_done;
 
 #endif /* _WEIR_CYCLE_H_INCLUDED_ */

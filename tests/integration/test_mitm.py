@@ -1325,3 +1325,39 @@ def test_certificate_cache_errors(weir):
         assert p.returncode != 0
         assert reason in p.stderr, p.stderr
         assert "weir.conf:" in p.stderr, p.stderr
+
+
+# ---- weir -E: the CA for the clients to trust
+
+
+def test_export_the_ca_in_pem_and_der(weir, dns, pki):
+    """weir -E pem prints the CA of the server with mitm on, as its file
+    has it; -E der the same certificate in DER; nothing else goes to
+    stdout, and nothing is started."""
+    write_conf(weir, dns, pki, [443])
+    p = weir.run(["-E", "pem"])
+    assert p.returncode == 0, p.stderr
+    with open(mitm_ca(pki).cert) as f:
+        want = ssl.PEM_cert_to_DER_cert(f.read())
+    assert ssl.PEM_cert_to_DER_cert(p.stdout) == want
+    assert p.stdout.startswith("-----BEGIN CERTIFICATE-----")
+
+    # binary: not through weir.run, which decodes stdout as text
+    from weirtest import WEIR_BIN
+    der = subprocess.run([WEIR_BIN, "-p", weir.prefix, "-c",
+                          weir.conf_path, "-E", "der"], capture_output=True,
+                         timeout=DEADLINE, env=weir.env())
+    assert der.returncode == 0, der.stderr
+    assert der.stdout == want
+
+
+def test_export_without_mitm_fails(weir, dns, pki):
+    """-E on a configuration without mitm on exits 1 and says why."""
+    write_conf(weir, dns, pki, [443], mitm="off")
+    p = weir.run(["-E", "pem"])
+    assert p.returncode == 1
+    assert "no CA to export" in p.stderr, p.stderr
+    assert p.stdout == ""
+    p = weir.run(["-E", "xml"])
+    assert p.returncode == 1
+    assert 'invalid option: "-E xml"' in p.stderr, p.stderr

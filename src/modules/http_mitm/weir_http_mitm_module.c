@@ -1,6 +1,7 @@
 #include "weir_http_mitm.h"
 
 #include <arpa/inet.h>
+#include <openssl/pem.h>
 
 /*
  * The mitm module: TLS interception in a forward proxy (docs/mitm.md).
@@ -46,6 +47,8 @@ static void weir_http_mitm_cleanup(void *data);
 static void weir_http_mitm_empty_handler(weir_event_t *ev);
 
 static weir_int_t weir_http_mitm_postconfiguration(weir_conf_t *cf);
+static weir_int_t weir_http_mitm_export(weir_conf_t *cf,
+    weir_http_core_main_conf_t *cmcf);
 static void *weir_http_mitm_create_main_conf(weir_conf_t *cf);
 static void *weir_http_mitm_create_srv_conf(weir_conf_t *cf);
 static char *weir_http_mitm_merge_srv_conf(weir_conf_t *cf, void *parent,
@@ -823,6 +826,12 @@ weir_http_mitm_postconfiguration(weir_conf_t *cf)
     cmcf = weir_http_conf_get_module_main_conf(cf, weir_http_core_module);
     cmcf->connect_intercept = weir_http_mitm_intercept;
 
+    if (weir_export_ca && !weir_export_done
+        && weir_http_mitm_export(cf, cmcf) != WEIR_OK)
+    {
+        return WEIR_ERROR;
+    }
+
     for (i = 0; weir_http_mitm_variable_names[i].len; i++) {
         var = weir_http_add_variable(cf, &weir_http_mitm_variable_names[i],
                                      WEIR_HTTP_VAR_NOCACHEABLE);
@@ -832,6 +841,54 @@ weir_http_mitm_postconfiguration(weir_conf_t *cf)
 
         var->get_handler = weir_http_mitm_variable;
         var->data = i;
+    }
+
+    return WEIR_OK;
+}
+
+
+/*
+ * weir -E pem|der: the CA of the first server with mitm on, to stdout
+ * (what a client is told to trust; docs/mitm.md)
+ */
+
+static weir_int_t
+weir_http_mitm_export(weir_conf_t *cf, weir_http_core_main_conf_t *cmcf)
+{
+    int                          rc;
+    BIO                         *out;
+    weir_uint_t                  i;
+    weir_http_mitm_srv_conf_t   *mscf;
+    weir_http_core_srv_conf_t  **cscfp;
+
+    cscfp = cmcf->servers.elts;
+
+    for (i = 0; i < cmcf->servers.nelts; i++) {
+        mscf = cscfp[i]->ctx->srv_conf[weir_http_mitm_module.ctx_index];
+
+        if (!mscf->enable || mscf->ca == NULL) {
+            continue;
+        }
+
+        out = BIO_new_fp(stdout, BIO_NOCLOSE);
+        if (out == NULL) {
+            return WEIR_ERROR;
+        }
+
+        rc = (weir_export_ca == 1) ? PEM_write_bio_X509(out, mscf->ca->cert)
+                                   : i2d_X509_bio(out, mscf->ca->cert);
+
+        (void) BIO_flush(out);
+        BIO_free(out);
+
+        if (!rc) {
+            weir_ssl_error(WEIR_LOG_EMERG, cf->log, 0,
+                           "writing the interception CA failed");
+            return WEIR_ERROR;
+        }
+
+        weir_export_done = 1;
+        break;
     }
 
     return WEIR_OK;
