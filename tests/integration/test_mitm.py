@@ -1361,3 +1361,58 @@ def test_export_without_mitm_fails(weir, dns, pki):
     p = weir.run(["-E", "xml"])
     assert p.returncode == 1
     assert 'invalid option: "-E xml"' in p.stderr, p.stderr
+
+
+# ---- the onboarding page
+
+
+def plain_via_proxy(port, url, method="GET"):
+    """(status, headers, body) of an absolute-form request through the
+    proxy (curl -x sends http:// URLs in absolute form)."""
+    p = subprocess.run([CURL, "-sS", "--max-time", "20", "-o", "-",
+                        "-D", "/dev/stderr", "-X", method,
+                        "-x", "http://127.0.0.1:%d" % port, url],
+                       capture_output=True, timeout=DEADLINE)
+    assert p.returncode == 0, p.stderr
+    head = p.stderr.decode("latin1")
+    status = int(head.split()[1])
+    return status, head, p.stdout
+
+
+def test_onboarding_page_serves_instructions_and_the_ca(weir, dns, pki):
+    """mitm_onboarding NAME: http://NAME/ through the proxy is weir's own
+    page (every platform named, the CA's fingerprint), /weir-ca.pem and
+    /weir-ca.der are the CA; the name is never looked up (the DNS server
+    knows it not), other paths are 404, other methods 405."""
+    port = start(weir, dns, pki, [443],
+                 server="        mitm_onboarding mitm.weir;\n")
+    status, head, body = plain_via_proxy(port, "http://mitm.weir/")
+    assert status == 200
+    assert "text/html" in head
+    page = body.decode()
+    for platform in ("Debian", "Fedora", "macOS", "Windows", "Firefox",
+                     "Android", "iOS"):
+        assert platform in page, platform
+    with open(mitm_ca(pki).cert) as f:
+        der = ssl.PEM_cert_to_DER_cert(f.read())
+    fp = ":".join("%02X" % b for b in hashlib.sha256(der).digest())
+    assert fp in page
+
+    status, head, body = plain_via_proxy(port, "http://MITM.weir/weir-ca.pem")
+    assert status == 200
+    assert ssl.PEM_cert_to_DER_cert(body.decode()) == der
+    status, head, body = plain_via_proxy(port, "http://mitm.weir/weir-ca.der")
+    assert status == 200
+    assert "application/x-x509-ca-cert" in head
+    assert body == der
+
+    assert plain_via_proxy(port, "http://mitm.weir/other")[0] == 404
+    assert plain_via_proxy(port, "http://mitm.weir/", method="POST")[0] == 405
+    assert dns.count("mitm.weir") == 0
+
+
+def test_onboarding_is_off_by_default(weir, dns, pki):
+    """Without mitm_onboarding, the name is an origin like any other (it
+    does not resolve here: 502)."""
+    port = start(weir, dns, pki, [443])
+    assert plain_via_proxy(port, "http://mitm.weir/")[0] == 502

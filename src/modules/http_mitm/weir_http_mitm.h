@@ -109,6 +109,10 @@ typedef struct {
     weir_array_t                *bypass;
     weir_msec_t                  handshake_timeout;
     weir_http_mitm_zone_t       *zone;          /* NULL: per worker */
+    weir_str_t                   onboarding;    /* the page's host, or "" */
+    weir_str_t                   ca_pem;        /* its downloads */
+    weir_str_t                   ca_der;
+    char                         ca_fingerprint[32 * 3 + 1];
 
     weir_http_mitm_ca_t         *ca;
     weir_ssl_t                   ssl;           /* the clients' side */
@@ -189,6 +193,11 @@ weir_int_t weir_http_mitm_shared_get(weir_http_mitm_zone_t *zone,
     weir_http_mitm_conn_t *mc, X509 **leaf, const char **error);
 void weir_http_mitm_shared_put(weir_http_mitm_zone_t *zone,
     weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t counts[3]);
+
+/* weir_http_mitm_onboard.c */
+weir_int_t weir_http_mitm_onboard_handler(weir_http_request_t *r);
+weir_int_t weir_http_mitm_onboard_init(weir_conf_t *cf,
+    weir_http_mitm_srv_conf_t *mscf);
 
 /* weir_http_mitm_origin.c */
 /*

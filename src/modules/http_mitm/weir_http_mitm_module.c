@@ -112,6 +112,13 @@ static weir_command_t  weir_http_mitm_commands[] = {
       0,
       NULL },
 
+    { weir_string("mitm_onboarding"),
+      WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_CONF_TAKE1,
+      weir_conf_set_str_slot,
+      WEIR_HTTP_SRV_CONF_OFFSET,
+      offsetof(weir_http_mitm_srv_conf_t, onboarding),
+      NULL },
+
     { weir_string("mitm_handshake_timeout"),
       WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_CONF_TAKE1,
       weir_conf_set_msec_slot,
@@ -120,6 +127,15 @@ static weir_command_t  weir_http_mitm_commands[] = {
       NULL },
 
       weir_null_command
+};
+
+
+/* before the forward proxy's (100): the onboarding host is never
+ * looked up */
+static weir_http_phase_decl_t  weir_http_mitm_phases[] = {
+    { WEIR_HTTP_CONTENT_PHASE, 90, "mitm_onboarding",
+      weir_http_mitm_onboard_handler },
+    { 0, 0, NULL, NULL }
 };
 
 
@@ -136,7 +152,7 @@ static weir_http_module_t  weir_http_mitm_module_ctx = {
     NULL,                                  /* create location configuration */
     NULL,                                  /* merge location configuration */
 
-    NULL,                                  /* phase handlers */
+    weir_http_mitm_phases,                 /* phase handlers */
     NULL,                                  /* header filters */
     NULL,                                  /* body filters */
     NULL                                   /* request body filters */
@@ -952,6 +968,11 @@ weir_http_mitm_merge_srv_conf(weir_conf_t *cf, void *parent, void *child)
     weir_conf_merge_msec_value(conf->handshake_timeout,
                                prev->handshake_timeout, 60000);
     weir_conf_merge_ptr_value(conf->zone, prev->zone, NULL);
+    weir_conf_merge_str_value(conf->onboarding, prev->onboarding, "");
+
+    if (weir_str_eq_lit(&conf->onboarding, "off")) {
+        conf->onboarding.len = 0;
+    }
 
     if (!conf->enable) {
         return WEIR_CONF_OK;
@@ -998,6 +1019,15 @@ weir_http_mitm_merge_srv_conf(weir_conf_t *cf, void *parent, void *child)
 
         cln->handler = weir_http_mitm_free_key;
         cln->data = mmcf;
+    }
+
+    if (conf->onboarding.len) {
+        weir_strlow(conf->onboarding.data, conf->onboarding.data,
+                    conf->onboarding.len);
+
+        if (weir_http_mitm_onboard_init(cf, conf) != WEIR_OK) {
+            return WEIR_CONF_ERROR;
+        }
     }
 
     conf->ssl.log = cf->log;
