@@ -555,7 +555,10 @@ weir_http_core_create_main_conf(weir_conf_t *cf)
 
     if (weir_array_init(&cmcf->servers, cf->pool, 4,
                         sizeof(weir_http_core_srv_conf_t *))
-        != WEIR_OK)
+        != WEIR_OK
+        || weir_array_init(&cmcf->status_lines, cf->pool, 1,
+                           sizeof(weir_http_status_line_t))
+           != WEIR_OK)
     {
         return NULL;
     }

@@ -97,7 +97,18 @@ typedef struct {
      * (weir_http_upstream_t.intercept) */
     weir_int_t                 (*connect_intercept)(weir_http_upstream_t *u,
                                                     weir_str_t *preread);
+    /* lines other modules add to stub_status (of
+     * weir_http_status_line_t), after nginx's four */
+    weir_array_t                 status_lines;
 } weir_http_core_main_conf_t;
+
+/* one line of stub_status: at most max bytes written from p */
+typedef struct {
+    size_t                       max;
+    unsigned char             *(*write)(weir_http_request_t *r,
+                                        unsigned char *p,
+                                        unsigned char *last);
+} weir_http_status_line_t;
 
 typedef struct {
     /* array of weir_http_server_name_t, "server_name" names */

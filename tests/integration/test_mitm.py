@@ -1416,3 +1416,28 @@ def test_onboarding_is_off_by_default(weir, dns, pki):
     does not resolve here: 502)."""
     port = start(weir, dns, pki, [443])
     assert plain_via_proxy(port, "http://mitm.weir/")[0] == 502
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["worker", "shared"])
+def test_stub_status_counts_certificates(weir, dns, pki, h2o, shared):
+    """stub_status adds a line after nginx's four: the certificates
+    minted, served from a cache and evicted (the zone's with a shared
+    cache, this worker's without)."""
+    o = tls_origin(h2o, pki)
+    add_names(dns, "a.test")
+    port = start(weir, dns, pki, [o.port],
+                 http=("    mitm_certificate_cache shared:mitm:1m;\n"
+                       if shared else ""),
+                 server="        location = /status { stub_status; }\n")
+    for _ in range(3):
+        s = tls_through(port, "a.test", o.port, [mitm_ca(pki).cert])
+        s.close()
+    p = subprocess.run([CURL, "-sS", "--max-time", "20",
+                        "http://127.0.0.1:%d/status" % port],
+                       capture_output=True, timeout=DEADLINE)
+    lines = p.stdout.decode().splitlines()
+    assert lines[0].startswith("Active connections:"), lines
+    want = "MITM certificates: minted 1 from cache 2 evicted 0"
+    if not shared:
+        want += " (this worker)"
+    assert lines[4] == want, lines

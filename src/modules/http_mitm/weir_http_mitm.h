@@ -193,6 +193,10 @@ weir_int_t weir_http_mitm_shared_get(weir_http_mitm_zone_t *zone,
     weir_http_mitm_conn_t *mc, X509 **leaf, const char **error);
 void weir_http_mitm_shared_put(weir_http_mitm_zone_t *zone,
     weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t counts[3]);
+void weir_http_mitm_shared_hit(weir_http_mitm_zone_t *zone);
+/* minted, from the cache, evicted: the zone's */
+void weir_http_mitm_shared_counts(weir_http_mitm_zone_t *zone,
+    weir_uint_t counts[3]);
 
 /* weir_http_mitm_onboard.c */
 weir_int_t weir_http_mitm_onboard_handler(weir_http_request_t *r);

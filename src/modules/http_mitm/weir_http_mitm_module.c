@@ -47,6 +47,8 @@ static void weir_http_mitm_cleanup(void *data);
 static void weir_http_mitm_empty_handler(weir_event_t *ev);
 
 static weir_int_t weir_http_mitm_postconfiguration(weir_conf_t *cf);
+static unsigned char *weir_http_mitm_status(weir_http_request_t *r,
+    unsigned char *p, unsigned char *last);
 static weir_int_t weir_http_mitm_export(weir_conf_t *cf,
     weir_http_core_main_conf_t *cmcf);
 static void *weir_http_mitm_create_main_conf(weir_conf_t *cf);
@@ -837,10 +839,35 @@ weir_http_mitm_postconfiguration(weir_conf_t *cf)
 {
     weir_uint_t                  i;
     weir_http_variable_t        *var;
+    weir_http_status_line_t     *line;
+    weir_http_mitm_srv_conf_t   *mscf;
+    weir_http_core_srv_conf_t  **cscfp;
     weir_http_core_main_conf_t  *cmcf;
 
     cmcf = weir_http_conf_get_module_main_conf(cf, weir_http_core_module);
     cmcf->connect_intercept = weir_http_mitm_intercept;
+
+    /* stub_status keeps nginx's four lines unless something is
+     * intercepted */
+    cscfp = cmcf->servers.elts;
+
+    for (i = 0; i < cmcf->servers.nelts; i++) {
+        mscf = cscfp[i]->ctx->srv_conf[weir_http_mitm_module.ctx_index];
+
+        if (!mscf->enable) {
+            continue;
+        }
+
+        line = weir_array_push(&cmcf->status_lines);
+        if (line == NULL) {
+            return WEIR_ERROR;
+        }
+
+        line->max = sizeof("MITM certificates: minted  from cache  "
+                           "evicted  (this worker)\n") + 3 * 20;
+        line->write = weir_http_mitm_status;
+        break;
+    }
 
     if (weir_export_ca && !weir_export_done
         && weir_http_mitm_export(cf, cmcf) != WEIR_OK)
@@ -860,6 +887,39 @@ weir_http_mitm_postconfiguration(weir_conf_t *cf)
     }
 
     return WEIR_OK;
+}
+
+
+/*
+ * stub_status: the certificates minted, served from a cache and evicted.
+ * With a shared zone, the zone's counts (every worker, since the zone
+ * was made); else this worker's.
+ */
+
+static unsigned char *
+weir_http_mitm_status(weir_http_request_t *r, unsigned char *p,
+    unsigned char *last)
+{
+    weir_uint_t                  counts[3];
+    weir_http_mitm_srv_conf_t   *mscf;
+    weir_http_mitm_main_conf_t  *mmcf;
+
+    mscf = weir_http_get_module_srv_conf(r, weir_http_mitm_module);
+    mmcf = weir_http_get_module_main_conf(r, weir_http_mitm_module);
+
+    if (mscf->zone) {
+        weir_http_mitm_shared_counts(mscf->zone, counts);
+
+    } else {
+        counts[0] = mmcf->minted;
+        counts[1] = mmcf->cached;
+        counts[2] = mmcf->evicted;
+    }
+
+    return weir_slprintf(p, last, "MITM certificates: minted %lu from cache "
+                         "%lu evicted %lu%s\n", (unsigned long) counts[0],
+                         (unsigned long) counts[1], (unsigned long) counts[2],
+                         mscf->zone ? "" : " (this worker)");
 }
 
 

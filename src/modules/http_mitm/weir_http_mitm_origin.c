@@ -105,6 +105,11 @@ weir_http_mitm_find(weir_http_mitm_conn_t *mc)
 
     if (e && !e->pending && e->leaf) {
         mmcf->cached++;
+
+        if (zone) {
+            weir_http_mitm_shared_hit(zone);
+        }
+
         weir_http_mitm_use(mc, e);
         return WEIR_OK;
     }

@@ -70,10 +70,13 @@ weir_module_t  weir_http_status_module = {
 static weir_int_t
 weir_http_status_handler(weir_http_request_t *r)
 {
-    size_t          size;
-    weir_int_t      rc;
-    weir_buf_t     *b;
-    weir_chain_t    out;
+    size_t                       size;
+    weir_int_t                   rc;
+    weir_buf_t                  *b;
+    weir_uint_t                  i;
+    weir_chain_t                 out;
+    weir_http_status_line_t     *line;
+    weir_http_core_main_conf_t  *cmcf;
     unsigned long   active, accepted, handled, requests, reading, writing,
                     waiting;
 
@@ -101,6 +104,14 @@ weir_http_status_handler(weir_http_request_t *r)
            + sizeof("    \n") + 3 * 20
            + sizeof("Reading:  Writing:  Waiting:  \n") + 3 * 20;
 
+    /* what other modules add (the mitm module's certificates) */
+    cmcf = weir_http_get_module_main_conf(r, weir_http_core_module);
+    line = cmcf->status_lines.elts;
+
+    for (i = 0; i < cmcf->status_lines.nelts; i++) {
+        size += line[i].max;
+    }
+
     b = weir_create_temp_buf(r->pool, size);
     if (b == NULL) {
         return WEIR_HTTP_INTERNAL_SERVER_ERROR;
@@ -113,6 +124,10 @@ weir_http_status_handler(weir_http_request_t *r)
                             "Reading: %lu Writing: %lu Waiting: %lu \n",
                             active, accepted, handled, requests,
                             reading, writing, waiting);
+
+    for (i = 0; i < cmcf->status_lines.nelts; i++) {
+        b->last = line[i].write(r, b->last, b->end);
+    }
 
     b->last_buf = (r == r->main) ? 1 : 0;
     b->last_in_chain = 1;
