@@ -126,7 +126,9 @@ typedef struct weir_http_mitm_main_conf_s {
     weir_queue_t                 lru;           /* most recent first */
     weir_uint_t                  count;
     weir_uint_t                  minted;
-    weir_uint_t                  cached;        /* served from the cache */
+    weir_uint_t                  served;        /* leaves given to clients:
+                                                   less minted, from a
+                                                   cache */
     weir_uint_t                  evicted;
 } weir_http_mitm_main_conf_t;
 
@@ -193,8 +195,8 @@ weir_int_t weir_http_mitm_shared_get(weir_http_mitm_zone_t *zone,
     weir_http_mitm_conn_t *mc, X509 **leaf, const char **error);
 void weir_http_mitm_shared_put(weir_http_mitm_zone_t *zone,
     weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t counts[3]);
-void weir_http_mitm_shared_hit(weir_http_mitm_zone_t *zone);
-/* minted, from the cache, evicted: the zone's */
+void weir_http_mitm_shared_served(weir_http_mitm_zone_t *zone);
+/* minted, served, evicted: the zone's */
 void weir_http_mitm_shared_counts(weir_http_mitm_zone_t *zone,
     weir_uint_t counts[3]);
 

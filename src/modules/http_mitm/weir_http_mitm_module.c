@@ -618,6 +618,11 @@ weir_http_mitm_client_hello(SSL *ssl, int *al, void *arg)
     }
 
     mc->served = 1;
+    mc->mmcf->served++;
+
+    if (mc->mscf->zone) {
+        weir_http_mitm_shared_served(mc->mscf->zone);
+    }
 
     return SSL_CLIENT_HELLO_SUCCESS;
 }
@@ -912,13 +917,16 @@ weir_http_mitm_status(weir_http_request_t *r, unsigned char *p,
 
     } else {
         counts[0] = mmcf->minted;
-        counts[1] = mmcf->cached;
+        counts[1] = mmcf->served;
         counts[2] = mmcf->evicted;
     }
 
+    /* served less minted: a leaf a client got without a mint for it */
     return weir_slprintf(p, last, "MITM certificates: minted %lu from cache "
                          "%lu evicted %lu%s\n", (unsigned long) counts[0],
-                         (unsigned long) counts[1], (unsigned long) counts[2],
+                         (unsigned long) (counts[1] > counts[0]
+                                          ? counts[1] - counts[0] : 0),
+                         (unsigned long) counts[2],
                          mscf->zone ? "" : " (this worker)");
 }
 

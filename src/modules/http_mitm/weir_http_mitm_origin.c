@@ -104,12 +104,6 @@ weir_http_mitm_find(weir_http_mitm_conn_t *mc)
     }
 
     if (e && !e->pending && e->leaf) {
-        mmcf->cached++;
-
-        if (zone) {
-            weir_http_mitm_shared_hit(zone);
-        }
-
         weir_http_mitm_use(mc, e);
         return WEIR_OK;
     }
@@ -132,7 +126,6 @@ weir_http_mitm_find(weir_http_mitm_conn_t *mc)
 
             e->zone = zone;
             weir_http_mitm_fill(e, leaf, mc->alpn, error);
-            mmcf->cached++;
             weir_http_mitm_use(mc, e);
             return WEIR_OK;
         }
@@ -802,7 +795,7 @@ weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
     }
 
     counts[0] = mmcf->minted;
-    counts[1] = mmcf->cached;
+    counts[1] = mmcf->served;
     counts[2] = mmcf->evicted;
 
     if (e->zone) {
@@ -820,7 +813,9 @@ weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
                        "mitm minted a certificate for \"%.*s\" "
                        "(minted %lu, from cache %lu, evicted %lu%s)",
                        WEIR_STR_ARG(e->name), (unsigned long) counts[0],
-                       (unsigned long) counts[1], (unsigned long) counts[2],
+                       (unsigned long) (counts[1] > counts[0]
+                                        ? counts[1] - counts[0] : 0),
+                       (unsigned long) counts[2],
                        e->zone ? ", all workers" : ", this worker");
     }
 

@@ -48,7 +48,7 @@ typedef struct {
     weir_http_mitm_shnode_t    **buckets;
     weir_queue_t                 lru;
     weir_uint_t                  minted;
-    weir_atomic_t                cached;        /* no lock on a hit */
+    weir_atomic_t                served;        /* no lock on a hit */
     weir_uint_t                  evicted;
     size_t                       key_len;
     unsigned char               *key;           /* DER of the leaves' key */
@@ -296,7 +296,6 @@ weir_http_mitm_shared_get(weir_http_mitm_zone_t *zone,
     if (node && node->pid == 0 && node->expires > now) {
         weir_queue_remove(&node->lru);
         weir_queue_insert_head(&sh->lru, &node->lru);
-        (void) weir_atomic_fetch_add(&sh->cached, 1);
 
         size = node->der_len;
         alpn = node->alpn;
@@ -451,7 +450,7 @@ weir_http_mitm_shared_put(weir_http_mitm_zone_t *zone,
 done:
 
     counts[0] = sh->minted;
-    counts[1] = sh->cached;
+    counts[1] = sh->served;
     counts[2] = sh->evicted;
 
     weir_shmtx_unlock(&shpool->mutex);
@@ -568,16 +567,17 @@ weir_http_mitm_shared_unlink(weir_slab_pool_t *shpool,
 }
 
 
-/* a leaf served from a worker's own cache counts as from the cache */
+/* a leaf given to a client: those not minted for it came from a cache
+ * (or from a look another client waited for) */
 
 void
-weir_http_mitm_shared_hit(weir_http_mitm_zone_t *zone)
+weir_http_mitm_shared_served(weir_http_mitm_zone_t *zone)
 {
     weir_http_mitm_shctx_t  *sh;
 
     sh = zone->shm_zone->data;
 
-    (void) weir_atomic_fetch_add(&sh->cached, 1);
+    (void) weir_atomic_fetch_add(&sh->served, 1);
 }
 
 
@@ -594,7 +594,7 @@ weir_http_mitm_shared_counts(weir_http_mitm_zone_t *zone,
     weir_shmtx_lock(&shpool->mutex);
 
     counts[0] = sh->minted;
-    counts[1] = sh->cached;
+    counts[1] = sh->served;
     counts[2] = sh->evicted;
 
     weir_shmtx_unlock(&shpool->mutex);
