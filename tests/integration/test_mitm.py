@@ -1447,3 +1447,27 @@ def test_stub_status_counts_certificates(weir, dns, pki, h2o, shared):
     if not shared:
         want += " (this worker)"
     assert lines[4] == want, lines
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["worker", "shared"])
+def test_origin_variables(weir, dns, pki, h2o, shared):
+    """$mitm_origin_subject, _protocol and _cipher: what the look at the
+    origin saw, on the first tunnel and on one served from a cache (the
+    worker's, or the shared zone's)."""
+    o = tls_origin(h2o, pki)
+    add_names(dns, "a.test")
+    port = start(weir, dns, pki, [o.port],
+                 http=("    mitm_certificate_cache shared:mitm:1m;\n"
+                       if shared else ""),
+                 server=("        add_header X-S $mitm_origin_subject;\n"
+                         "        add_header X-P $mitm_origin_protocol;\n"
+                         "        add_header X-C $mitm_origin_cipher;\n"
+                         "        add_header X-V $mitm_origin_verify;\n"))
+    for _ in range(2):
+        r = curl(port, "https://a.test:%d/tiny" % o.port,
+                 ca=mitm_ca(pki).cert)
+        assert r.statuses() == [200]
+        assert r.header("x-s")[0].startswith("CN=a.test,"), r.heads
+        assert r.header("x-p") == ["TLSv1.3"], r.heads
+        assert r.header("x-c")[0].startswith("TLS_"), r.heads
+        assert r.header("x-v") == ["OK"], r.heads

@@ -31,6 +31,11 @@
 /* how long an origin that failed verification is remembered */
 #define WEIR_HTTP_MITM_FAIL_TTL     30
 #define WEIR_HTTP_MITM_MAX_NAME     253
+/* what a look learnt, as one string (weir_http_mitm_look_info) */
+#define WEIR_HTTP_MITM_INFO         512
+/* did that look find the origin wanting? (a reason first) */
+#define weir_http_mitm_failed(info)                                          \
+    ((info) != NULL && (info)[0] != '\0' && (info)[0] != '\n')
 /* a look another worker started and has not ended after this many
  * seconds is taken over (that worker died, or lost it) */
 #define WEIR_HTTP_MITM_LOOK_MAX     75
@@ -96,7 +101,7 @@ struct weir_http_mitm_cert_s {
     weir_connection_t           *spare;
     weir_http_mitm_zone_t       *zone;
     struct weir_http_mitm_main_conf_s  *mmcf;
-    char                         errbuf[160];
+    char                         errbuf[WEIR_HTTP_MITM_INFO];
     unsigned                     pending:1;
 };
 
@@ -165,7 +170,9 @@ struct weir_http_mitm_conn_s {
     weir_queue_t                 queue;         /* in its waiters */
     X509                        *leaf;          /* given when it is done */
     weir_uint_t                  alpn;          /* the origin's choice */
-    weir_str_t                   origin_subject;
+    weir_str_t                   origin_subject;    /* as the look saw */
+    weir_str_t                   origin_protocol;
+    weir_str_t                   origin_cipher;
 
     unsigned                     hello:1;       /* ClientHello read */
     unsigned                     served:1;      /* the leaf went out */

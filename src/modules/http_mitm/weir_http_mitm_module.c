@@ -180,12 +180,18 @@ weir_module_t  weir_http_mitm_module = {
 #define WEIR_HTTP_MITM_VAR_SNI      1
 #define WEIR_HTTP_MITM_VAR_ALPN     2
 #define WEIR_HTTP_MITM_VAR_VERIFY   3
+#define WEIR_HTTP_MITM_VAR_SUBJECT  4
+#define WEIR_HTTP_MITM_VAR_PROTOCOL 5
+#define WEIR_HTTP_MITM_VAR_CIPHER   6
 
 static weir_str_t  weir_http_mitm_variable_names[] = {
     weir_string("mitm"),
     weir_string("mitm_sni"),
     weir_string("mitm_origin_alpn"),
     weir_string("mitm_origin_verify"),
+    weir_string("mitm_origin_subject"),
+    weir_string("mitm_origin_protocol"),
+    weir_string("mitm_origin_cipher"),
     weir_null_string
 };
 
@@ -774,6 +780,7 @@ weir_http_mitm_variable(weir_http_request_t *r, weir_http_variable_value_t *v,
     uintptr_t data)
 {
     const char             *s;
+    weir_str_t             *f;
     weir_http_mitm_conn_t  *mc;
     weir_http_connection_t *hc;
 
@@ -811,11 +818,30 @@ weir_http_mitm_variable(weir_http_request_t *r, weir_http_variable_value_t *v,
         }
         break;
 
-    default: /* WEIR_HTTP_MITM_VAR_VERIFY */
+    case WEIR_HTTP_MITM_VAR_VERIFY:
         if (mc && mc->hello) {
             s = !mc->verify ? "off"
                 : mc->target.error ? mc->target.error : "OK";
         }
+        break;
+
+    default:
+        /* what the look at the origin saw (when this name was first
+         * met, for a leaf from a cache) */
+        if (mc == NULL) {
+            break;
+        }
+
+        f = (data == WEIR_HTTP_MITM_VAR_SUBJECT) ? &mc->origin_subject
+            : (data == WEIR_HTTP_MITM_VAR_PROTOCOL) ? &mc->origin_protocol
+            : &mc->origin_cipher;
+
+        if (f->len) {
+            v->data = f->data;
+            v->len = f->len;
+            goto found;
+        }
+
         break;
     }
 

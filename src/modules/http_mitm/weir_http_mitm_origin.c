@@ -65,6 +65,8 @@ static void weir_http_mitm_fill(weir_http_mitm_cert_t *e, X509 *leaf,
 static void weir_http_mitm_finish(weir_http_mitm_cert_t *e, X509 *leaf,
     weir_uint_t alpn, const char *error, weir_uint_t keep);
 static void weir_http_mitm_free_entry(weir_http_mitm_cert_t *e);
+static void weir_http_mitm_look_info(char *buf, size_t size,
+    const char *error, X509 *origin, SSL *ssl);
 
 
 weir_int_t
@@ -311,14 +313,51 @@ weir_http_mitm_use(weir_http_mitm_conn_t *mc, weir_http_mitm_cert_t *e)
 /* the verdict, in mc's pool: it outlives the entry */
 
 static void
-weir_http_mitm_give_error(weir_http_mitm_conn_t *mc, const char *error)
+weir_http_mitm_give_error(weir_http_mitm_conn_t *mc, const char *info)
 {
-    weir_str_t  s;
+    weir_str_t      s, *field[4];
+    weir_uint_t     i;
+    unsigned char  *p, *last, *nl;
 
     mc->target.error = NULL;
+    mc->origin_subject.len = 0;
+    mc->origin_protocol.len = 0;
+    mc->origin_cipher.len = 0;
 
-    if (error && weir_pstrfmt(mc->c->pool, &s, "%s", error) == WEIR_OK) {
-        mc->target.error = (const char *) s.data;
+    if (info == NULL
+        || weir_pstrfmt(mc->c->pool, &s, "%s", info) != WEIR_OK)
+    {
+        return;
+    }
+
+    /* "reason\nsubject\nprotocol\ncipher" (weir_http_mitm_look_info),
+     * or a reason alone */
+    field[0] = NULL;
+    field[1] = &mc->origin_subject;
+    field[2] = &mc->origin_protocol;
+    field[3] = &mc->origin_cipher;
+
+    p = s.data;
+    last = s.data + s.len;
+
+    for (i = 0; i < 4 && p <= last; i++) {
+        nl = weir_strlchr(p, last, '\n');
+
+        if (nl == NULL) {
+            nl = last;
+        }
+
+        *nl = '\0';
+
+        if (i == 0) {
+            mc->target.error = (nl > p) ? (const char *) p : NULL;
+
+        } else {
+            field[i]->data = p;
+            field[i]->len = (size_t) (nl - p);
+        }
+
+        p = nl + 1;
     }
 }
 
@@ -340,8 +379,9 @@ weir_http_mitm_fill(weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t alpn,
         e->error = e->errbuf;
     }
 
-    e->expires = error ? weir_time() + WEIR_HTTP_MITM_FAIL_TTL
-                       : (time_t) WEIR_MAX_TIME_T_VALUE;
+    e->expires = weir_http_mitm_failed(error)
+                 ? weir_time() + WEIR_HTTP_MITM_FAIL_TTL
+                 : (time_t) WEIR_MAX_TIME_T_VALUE;
 }
 
 
@@ -702,6 +742,7 @@ weir_http_mitm_look_done(weir_connection_t *c)
     weir_ssl_conn_t        *sc;
     const unsigned char    *data;
     weir_http_mitm_look_t  *lk;
+    char                    info[WEIR_HTTP_MITM_INFO];
 
     sc = weir_ssl_conn(c);
     lk = sc->data;
@@ -762,9 +803,54 @@ weir_http_mitm_look_done(weir_connection_t *c)
         }
     }
 
-    weir_http_mitm_look_end(lk, origin, error, alpn, 1);
+    weir_http_mitm_look_info(info, sizeof(info), error, origin,
+                             sc->connection);
+
+    weir_http_mitm_look_end(lk, origin, info, alpn, 1);
 
     X509_free(origin);
+}
+
+
+/*
+ * What a look learnt besides the leaf, as one string that goes where a
+ * reason alone would (the cache, the shared zone): the reason verification
+ * failed (empty: it did not), the origin's subject (RFC 2253), its TLS
+ * protocol and cipher, separated by newlines, which none of them holds.
+ */
+
+static void
+weir_http_mitm_look_info(char *buf, size_t size, const char *error,
+    X509 *origin, SSL *ssl)
+{
+    BIO    *bio;
+    char   *subject;
+    long    n;
+
+    bio = NULL;
+    subject = NULL;
+    n = 0;
+
+    if (origin) {
+        bio = BIO_new(BIO_s_mem());
+
+        if (bio
+            && X509_NAME_print_ex(bio, X509_get_subject_name(origin), 0,
+                                  XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB)
+               >= 0)
+        {
+            n = BIO_get_mem_data(bio, &subject);
+        }
+    }
+
+    (void) weir_slprintf((unsigned char *) buf,
+                         (unsigned char *) buf + size - 1,
+                         "%s\n%.*s\n%s\n%s", error ? error : "",
+                         (int) weir_min(n, 256), subject ? subject : "",
+                         SSL_get_version(ssl), SSL_get_cipher_name(ssl));
+    buf[size - 1] = '\0';
+
+    BIO_free(bio);
 }
 
 
@@ -802,8 +888,9 @@ weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
         /* the other workers see it now (or may look again without it) */
         e->alpn = alpn;
         e->error = error;
-        e->expires = error ? weir_time() + WEIR_HTTP_MITM_FAIL_TTL
-                           : (time_t) WEIR_MAX_TIME_T_VALUE;
+        e->expires = weir_http_mitm_failed(error)
+                     ? weir_time() + WEIR_HTTP_MITM_FAIL_TTL
+                     : (time_t) WEIR_MAX_TIME_T_VALUE;
         weir_http_mitm_shared_put(e->zone, e, (leaf && keep) ? leaf : NULL,
                                   counts);
     }
