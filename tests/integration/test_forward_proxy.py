@@ -453,3 +453,112 @@ def test_absolute_form_https_verifies_the_origin(weir, dns, pki, ssl_preamble,
             weir.wait_log(r"upstream SSL certificate verify error")
     finally:
         o.close()
+
+
+# ---- CONNECT over HTTP/2 (RFC 9113 8.5)
+
+
+class H2Tunnel:
+    """A CONNECT stream of an h2c (prior knowledge) connection to weir,
+    with python h2: status() is the answer's :status; send() and recv()
+    move DATA; close() ends the stream."""
+
+    def __init__(self, port, authority):
+        import h2.config
+        import h2.connection
+
+        self.s = socket.create_connection(("127.0.0.1", port),
+                                          timeout=DEADLINE)
+        # python h2 wants :scheme and :path even on a CONNECT
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(
+            client_side=True, header_encoding="utf-8",
+            validate_outbound_headers=False))
+        self.conn.initiate_connection()
+        self.sid = self.conn.get_next_available_stream_id()
+        self.conn.send_headers(self.sid, [(":method", "CONNECT"),
+                                          (":authority", authority)])
+        self.s.sendall(self.conn.data_to_send())
+        self.headers = None
+        self.data = b""
+        self.ended = False
+        self.reset = None
+
+    def _pump(self):
+        import h2.events
+
+        chunk = self.s.recv(65536)
+        if not chunk:
+            raise EOFError
+        for ev in self.conn.receive_data(chunk):
+            if isinstance(ev, h2.events.ResponseReceived):
+                self.headers = dict(ev.headers)
+            elif isinstance(ev, h2.events.DataReceived):
+                self.data += ev.data
+                self.conn.acknowledge_received_data(
+                    ev.flow_controlled_length, ev.stream_id)
+            elif isinstance(ev, h2.events.StreamEnded):
+                self.ended = True
+            elif isinstance(ev, h2.events.StreamReset):
+                self.reset = ev.error_code
+        self.s.sendall(self.conn.data_to_send())
+
+    def status(self):
+        wait_for(lambda: self._pump() or self.headers is not None,
+                 what="the CONNECT's answer")
+        return int(self.headers[":status"])
+
+    def send(self, data, end=False):
+        self.conn.send_data(self.sid, data, end_stream=end)
+        self.s.sendall(self.conn.data_to_send())
+
+    def recv(self, n):
+        wait_for(lambda: self._pump() or len(self.data) >= n,
+                 what="%d bytes through the tunnel" % n)
+        return self.data
+
+    def wait_end(self):
+        wait_for(lambda: self._pump() or self.ended or self.reset is not None,
+                 what="the end of the tunnel's stream")
+
+    def close(self):
+        self.s.close()
+
+
+def test_connect_over_http2_tunnels_bytes(weir, echo, dns):
+    """A CONNECT stream of an HTTP/2 connection gets 200 and then carries
+    the bytes both ways; the client's END_STREAM half-closes the origin
+    connection and the origin's close ends the stream."""
+    dns.add("echo.test", ("A", "127.0.0.1", 60))
+    port = start(weir, dns, server="        http2 on;\n"
+                 "        forward_proxy_connect_ports %d;\n" % echo.port)
+    t = H2Tunnel(port, "echo.test:%d" % echo.port)
+    try:
+        assert t.status() == 200
+        assert "content-length" not in t.headers
+        t.send(b"hello through h2")
+        assert t.recv(16) == b"hello through h2"
+        t.send(b"!", end=True)
+        t.wait_end()
+        assert t.data == b"hello through h2!"
+        assert t.ended and t.reset is None
+        wait_for(lambda: echo.got_eof, what="the origin to see the EOF")
+    finally:
+        t.close()
+
+
+@pytest.mark.parametrize("case, status", [
+    ("port", 403), ("no-forward", 405), ("authority", 400)])
+def test_connect_over_http2_refused(weir, echo, dns, case, status):
+    """Over HTTP/2 as over HTTP/1.1: a port not allowed is 403, a server
+    without forward_proxy answers 405, a target that is no host:port is
+    400."""
+    dns.add("echo.test", ("A", "127.0.0.1", 60))
+    port = start(weir, dns, server="        http2 on;\n",
+                 forward="off" if case == "no-forward" else "on")
+    target = "echo.test" if case == "authority" else \
+        "echo.test:%d" % echo.port
+    t = H2Tunnel(port, target)
+    try:
+        assert t.status() == status
+    finally:
+        t.close()

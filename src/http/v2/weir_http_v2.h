@@ -218,12 +218,18 @@ struct weir_http_v2_stream_s {
     unsigned                     ub_waiting:1;  /* its consumer waits for
                                                    DATA */
     unsigned                     websocket:1;   /* :protocol websocket */
+    unsigned                     connect:1;     /* a plain CONNECT (RFC
+                                                   9113 8.5) */
     unsigned                     tunnel:1;      /* its tunnel started */
     unsigned                     drop_body:1;   /* a 502 for its 2xx */
     unsigned                     head_pending:1; /* a response without a
                                                     body: its HEADERS not
                                                     out yet */
 };
+
+/* a stream whose DATA becomes a tunnel's bytes once the origin agrees:
+ * WebSocket's Extended CONNECT, or a forward proxy's CONNECT */
+#define weir_http_v2_tunnel_stream(st)  ((st)->websocket || (st)->connect)
 
 
 /* weir_http_v2_mem.c */
@@ -280,6 +286,9 @@ weir_http_header_t *weir_http_v2_push_header(weir_http_request_t *r,
 /* weir_http_v2_tunnel.c: Extended CONNECT (RFC 8441) */
 /* a CONNECT with :protocol into a WebSocket Upgrade request: WEIR_OK, or
  * the status to refuse it with */
+/* a plain CONNECT's :authority as its target (weir_http_v2_tunnel.c);
+ * WEIR_OK or WEIR_ERROR (logged: a 400) */
+weir_int_t weir_http_v2_connect_target(weir_http_v2_stream_t *st);
 weir_int_t weir_http_v2_websocket(weir_http_v2_stream_t *st);
 /* DATA on the stream is a tunnel's bytes (not counted as a flood) */
 weir_uint_t weir_http_v2_is_tunnel(weir_http_v2_conn_t *h2c, int32_t id);

@@ -800,7 +800,7 @@ weir_http_v2_process_request(weir_http_v2_stream_t *st)
     }
 
     if (!st->end_stream && r->headers_in.content_length_n < 0
-        && !st->websocket)
+        && !weir_http_v2_tunnel_stream(st))
     {
         /* DATA frames of a length not told: the core's "chunked", a
          * body whose end is found in the framing */
@@ -810,7 +810,7 @@ weir_http_v2_process_request(weir_http_v2_stream_t *st)
     r->headers_in.connection_type = 0;
     r->keepalive = 0;
 
-    if (r->method == WEIR_HTTP_TRACE || r->method == WEIR_HTTP_CONNECT) {
+    if (r->method == WEIR_HTTP_TRACE) {
         weir_log_error(WEIR_LOG_INFO, fc->log, 0,
                        "client sent %.*s method", WEIR_STR_ARG(st->method));
         weir_http_finalize_request(r, WEIR_HTTP_NOT_ALLOWED);
@@ -819,6 +819,20 @@ weir_http_v2_process_request(weir_http_v2_stream_t *st)
     }
 
     rc = weir_http_set_virtual_server(r, &r->headers_in.server);
+
+    if (rc == WEIR_OK && st->connect
+        && !((weir_http_core_srv_conf_t *)
+             weir_http_get_module_srv_conf(r, weir_http_core_module))
+            ->allow_connect)
+    {
+        /* a CONNECT only where a module takes it (forward_proxy on),
+         * as over HTTP/1.1 */
+        weir_log_error(WEIR_LOG_INFO, fc->log, 0,
+                       "client sent CONNECT method");
+        weir_http_finalize_request(r, WEIR_HTTP_NOT_ALLOWED);
+        weir_http_finalize_request(r, WEIR_DONE);
+        return;
+    }
 
     if (rc == WEIR_ERROR) {
         weir_http_finalize_request(r, WEIR_HTTP_INTERNAL_SERVER_ERROR);
@@ -867,6 +881,12 @@ weir_http_v2_request_target(weir_http_v2_stream_t *st)
 
     r = st->request;
     cscf = weir_http_get_module_srv_conf(r, weir_http_core_module);
+
+    if (st->method.len == 7 && st->protocol.len == 0
+        && weir_memcmp(st->method.data, "CONNECT", 7) == 0)
+    {
+        return weir_http_v2_connect_target(st);
+    }
 
     if (st->method.len == 0 || st->path.len == 0) {
         weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
@@ -1355,12 +1375,17 @@ weir_http_v2_send_header(weir_http_request_t *r)
     st = r->stream;
     fc = st->fc;
 
-    if (st->websocket) {
+    if (weir_http_v2_tunnel_stream(st)) {
         status = r->headers_out.status ? r->headers_out.status
                                        : WEIR_HTTP_OK;
 
-        if (st->tunnel && status == WEIR_HTTP_SWITCHING_PROTOCOLS) {
-            /* the origin's 101 is the stream's 200 (RFC 8441 5) */
+        if (st->tunnel
+            && (status == WEIR_HTTP_SWITCHING_PROTOCOLS
+                || (st->connect && status == WEIR_HTTP_OK)))
+        {
+            /* the origin's 101 is the stream's 200 (RFC 8441 5); a
+             * CONNECT's 200 opens the tunnel (RFC 9113 8.5): the stream
+             * stays open for its DATA */
             r->headers_out.status = WEIR_HTTP_OK;
             r->header_only = 0;
 
@@ -1952,7 +1977,8 @@ weir_http_v2_on_data_chunk(nghttp2_session *session, uint8_t flags,
 
     clcf = weir_http_get_module_loc_conf(r, weir_http_core_module);
 
-    if (st->started && !st->websocket && clcf->client_max_body_size
+    if (st->started && !weir_http_v2_tunnel_stream(st)
+        && clcf->client_max_body_size
         && st->body_received > clcf->client_max_body_size)
     {
         weir_log_error(WEIR_LOG_ERR, st->fc->log, 0,

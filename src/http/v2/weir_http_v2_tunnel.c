@@ -9,11 +9,13 @@
 
 
 /*
- * WebSocket over HTTP/2 (Extended CONNECT, RFC 8441): the stream of a
- * CONNECT with :protocol websocket becomes an HTTP/1.1 Upgrade request
- * for the proxy, and the client end of its tunnel (the upstream's
- * weir_http_tunnel_io_t) reads and writes the stream's DATA.
- * docs/dev/http2.md "WebSocket tunnels".
+ * Tunnels over HTTP/2 streams. WebSocket (Extended CONNECT, RFC 8441):
+ * the stream of a CONNECT with :protocol websocket becomes an HTTP/1.1
+ * Upgrade request for the proxy. A plain CONNECT (RFC 9113 8.5, a
+ * forward proxy's): the stream is the client end of a TCP tunnel. In
+ * both, the client end of the upstream's tunnel (weir_http_tunnel_io_t)
+ * reads and writes the stream's DATA. docs/dev/http2.md "WebSocket
+ * tunnels".
  */
 
 static weir_int_t weir_http_v2_tunnel_start(weir_http_request_t *r,
@@ -141,6 +143,88 @@ weir_http_v2_websocket(weir_http_v2_stream_t *st)
 }
 
 
+/*
+ * A plain CONNECT (RFC 9113 8.5): no :scheme and no :path (nghttp2 has
+ * checked), :authority is the target, host:port, as the authority-form
+ * of HTTP/1.1 gives it: r->uri and r->unparsed_uri hold it, the host
+ * and port pointers mark its parts.
+ */
+
+weir_int_t
+weir_http_v2_connect_target(weir_http_v2_stream_t *st)
+{
+    size_t                len;
+    unsigned char        *p, *last, *q, *colon;
+    weir_http_request_t  *r;
+
+    r = st->request;
+
+    r->method_name = st->method;
+    r->method = WEIR_HTTP_CONNECT;
+
+    p = st->authority.data;
+    last = p + st->authority.len;
+
+    len = sizeof("CONNECT ") - 1 + st->authority.len
+          + sizeof(" HTTP/2.0") - 1;
+
+    r->request_line.data = weir_pnalloc(r->pool, len);
+    if (r->request_line.data == NULL) {
+        return WEIR_ERROR;
+    }
+
+    q = weir_cpymem(r->request_line.data, "CONNECT ", 8);
+    q = weir_cpymem(q, st->authority.data, st->authority.len);
+    q = weir_cpymem(q, " HTTP/2.0", sizeof(" HTTP/2.0") - 1);
+    r->request_line.len = q - r->request_line.data;
+
+    colon = NULL;
+
+    for (q = p; q < last; q++) {
+        if (*q == ':') {
+            colon = q;
+
+        } else if (*q == ']') {
+            colon = NULL;
+
+        } else if (*q <= 0x20 || *q == 0x7f || *q == '/' || *q == '?'
+                   || *q == '#' || *q == '@')
+        {
+            break;
+        }
+    }
+
+    if (q != last || colon == NULL || colon == p || colon + 1 == last) {
+        weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
+                       "client sent CONNECT with invalid \":authority\" "
+                       "\"%.*s\"", WEIR_STR_ARG(st->authority));
+        return WEIR_ERROR;
+    }
+
+    for (q = colon + 1; q < last; q++) {
+        if (*q < '0' || *q > '9') {
+            weir_log_error(WEIR_LOG_INFO, st->fc->log, 0,
+                           "client sent CONNECT with invalid port in "
+                           "\"%.*s\"", WEIR_STR_ARG(st->authority));
+            return WEIR_ERROR;
+        }
+    }
+
+    r->host_start = p;
+    r->host_end = colon;
+    r->port_start = colon + 1;
+    r->port_end = last;
+
+    r->uri = st->authority;
+    r->unparsed_uri = st->authority;
+    r->valid_unparsed_uri = 1;
+
+    st->connect = 1;
+
+    return WEIR_OK;
+}
+
+
 weir_uint_t
 weir_http_v2_is_tunnel(weir_http_v2_conn_t *h2c, int32_t id)
 {
@@ -148,7 +232,7 @@ weir_http_v2_is_tunnel(weir_http_v2_conn_t *h2c, int32_t id)
 
     st = nghttp2_session_get_stream_user_data(h2c->session, id);
 
-    return st != NULL && !st->done && st->websocket;
+    return st != NULL && !st->done && weir_http_v2_tunnel_stream(st);
 }
 
 
@@ -195,7 +279,7 @@ weir_http_v2_tunnel_start(weir_http_request_t *r, weir_str_t *preread)
     st = r->stream;
     h2c = st->h2c;
 
-    if (!st->websocket || st->fc->error || st->closed) {
+    if (!weir_http_v2_tunnel_stream(st) || st->fc->error || st->closed) {
         return WEIR_DECLINED;
     }
 
