@@ -225,6 +225,7 @@ weir_http_mitm_intercept(weir_http_upstream_t *u, weir_str_t *preread)
         || hc->forward != NULL)
     {
         /* (a CONNECT inside an intercepted connection is tunnelled) */
+        weir_http_set_ctx(r, &weir_http_mitm_tunnelled, weir_http_mitm_module);
         return WEIR_DECLINED;
     }
 
