@@ -1043,3 +1043,477 @@ def test_hold_sends_a_get():
         t.join(DEADLINE)
     assert rc == 0, err
     assert got and got[0].startswith(b"GET /tiny HTTP/1.1\r\n"), got
+
+
+# ---- --proxy: through an HTTP forward proxy (weir's, docs/mitm.md, or
+# one written here), and --cacert
+
+MITM_CA_NAME = "weir mitm test CA"      # the CA weir mints leaves with
+
+
+def probe_text(*args):
+    """Runs the client with its text report; returns (stdout, stderr)."""
+    cmd = [PROBE] + [str(a) for a in args]
+    r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=DEADLINE * 3)
+    assert r.returncode == 0, (cmd, r.returncode, r.stderr)
+    return r.stdout.decode(), r.stderr.decode()
+
+
+def proxy_weir(weir, dns, ports=(), mitm=None):
+    """weir as a forward proxy on 127.0.0.1:PORT (CONNECT allowed to
+    ports) logging every request to logs/probe.log; mitm: (CA cert, CA
+    key, the CA of the origins) to decrypt. Returns PORT once it
+    accepts."""
+    import tlspki
+
+    port = weir.port()
+    fmt = "$connection \"$request\" $status"
+    preamble = ""
+    lines = ""
+    if ports:
+        lines += ("        forward_proxy_connect_ports %s;\n"
+                  % " ".join(str(p) for p in ports))
+    if mitm:
+        preamble = tlspki.mitm_preamble()
+        fmt = "$connection $mitm $server_protocol \"$request\" $status"
+        lines += ("        mitm on;\n"
+                  "        mitm_certificate %s;\n"
+                  "        mitm_certificate_key %s;\n"
+                  "        proxy_ssl_trusted_certificate %s;\n" % mitm)
+    weir.conf(preamble +
+              "worker_processes 1;\n"
+              "http {\n"
+              "    resolver %s;\n"
+              "    proxy_connect_timeout 3s;\n"
+              "    proxy_read_timeout 5s;\n"
+              "    log_format probe '%s';\n"
+              "    access_log logs/probe.log probe;\n"
+              "    server {\n"
+              "        listen 127.0.0.1:%d;\n"
+              "        forward_proxy on;\n"
+              "%s"
+              "    }\n"
+              "}\n" % (dns.addr, fmt, port, lines))
+    weir.start(check_ports=False)
+
+    def up():
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+
+    wait_for(up, what="weir's proxy port to accept")
+    return port
+
+
+def mitm_of(weir, pki):
+    """weir's interception CA: (cert, key copied 0600 into the prefix,
+    the test CA that signs the origins' leaves)."""
+    ca = pki.other_ca(MITM_CA_NAME)
+    key = weir.path("conf", "probe-mitm-ca.key")
+    shutil.copyfile(ca.key, key)
+    os.chmod(key, 0o600)
+    return ca.cert, key, pki.ca_cert
+
+
+def log_lines(weir, pattern, n):
+    """Waits until logs/probe.log has n lines matching pattern (a regular
+    expression); returns all the matching lines."""
+    import re
+
+    rx = re.compile(pattern)
+    path = weir.path("logs", "probe.log")
+
+    def enough():
+        try:
+            with open(path, errors="replace") as f:
+                got = [l for l in f.read().splitlines() if rx.search(l)]
+        except FileNotFoundError:
+            return None
+        return got if len(got) >= n else None
+
+    return wait_for(enough, what="%d lines of %s matching %r"
+                    % (n, path, pattern))
+
+
+@pytest.fixture
+def tls_origin(pki):
+    """The origin with a plain listener and a TLS one whose leaf, signed
+    by the test PKI's CA, names localhost and 127.0.0.1."""
+    if not have_openssl_build():
+        pytest.skip("weir was configured without OpenSSL")
+    leaf = pki.leaf("localhost", ips=["127.0.0.1"])
+    o = Origin(tls=(leaf.chain, leaf.key))
+    try:
+        yield o
+    finally:
+        o.stop()
+
+
+def test_client_proxy_absolute_form(weir, dns, origin):
+    """http:// through --proxy: every request goes to the proxy in
+    absolute form (GET http://127.0.0.1:PORT/tiny) on keep-alive
+    connections (-c 2: two connections carry them all), no CONNECT; all
+    50 reach the origin and are 200."""
+    port = proxy_weir(weir, dns)
+    before = origin.stats()
+    row = probe("-c", 2, "-n", 50, "-d", 10,
+                "--proxy", "127.0.0.1:%d" % port, "-u", origin.url("/tiny"))
+    assert_clean(row)
+    assert row["requests"] == 50 and row["proto"] == "http/1.1", row
+    # (+ 1: this /stats; the other connection may have had one more in
+    # flight at -n, dropped by the probe)
+    after = origin.stats()
+    assert 50 + 1 <= after["requests"] - before["requests"] <= 50 + 2, \
+        (before, after)
+    lines = log_lines(weir, r' "GET http://127\.0\.0\.1:%d/tiny HTTP/1\.1" '
+                      r'200$' % origin.ports[0], 50)
+    assert 50 <= len(lines) <= 51, lines
+    assert len(set(l.split()[0] for l in lines)) == 2, lines
+
+    # the text report says the proxy, which takes an http:// prefix too
+    out, _ = probe_text("-n", 5, "--proxy", "http://127.0.0.1:%d/" % port,
+                        "-u", origin.url("/tiny"))
+    assert "requests   5," in out, out
+    assert "errors     0 (" in out, out
+    assert "  proxy      http://127.0.0.1:%d/, CONNECT 0\n" % port in out, out
+
+
+def test_client_proxy_connect_mitm(weir, dns, pki, tls_origin):
+    """https:// through --proxy to weir with `mitm on`: a CONNECT per
+    connection, then TLS with weir's minted leaf for 127.0.0.1 (an
+    iPAddress name) verified with --cacert weir's CA: all requests 200,
+    and weir's access log has them decrypted. Keep-alive connections
+    CONNECT once (-c 2: 2 CONNECTs), --new-conn once per request (the
+    report counts them). --cacert the wrong CA: verification fails,
+    connect errors, said on stderr."""
+    o = tls_origin
+    ca = mitm_of(weir, pki)
+    port = proxy_weir(weir, dns, [o.ports[1]], mitm=ca)
+    proxy = "127.0.0.1:%d" % port
+    url = "https://127.0.0.1:%d/tiny" % o.ports[1]
+    before = o.stats()
+    row = probe("-c", 2, "-n", 40, "-d", 10, "--proxy", proxy,
+                "--cacert", ca[0], "-u", url)
+    assert_clean(row)
+    assert row["requests"] == 40 and row["proto"] == "tls+http/1.1", row
+    after = o.stats()
+    assert 40 + 1 <= after["requests"] - before["requests"] <= 40 + 2, \
+        (before, after)
+    lines = log_lines(weir, r' decrypted HTTP/1\.1 "GET /tiny HTTP/1\.1" '
+                      r'200$', 40)
+    assert 40 <= len(lines) <= 41, lines
+    # logged when each tunnel ends: the probe closed its two at exit
+    connects = log_lines(weir, r' intercepted HTTP/1\.1 "CONNECT 127\.0\.0'
+                         r'\.1:%d HTTP/1\.1" 200$' % o.ports[1], 2)
+    assert len(connects) == 2, connects
+    assert sorted(l.split()[0] for l in connects) \
+        == sorted(set(l.split()[0] for l in lines)), (connects, lines)
+
+    out, err = probe_text("--new-conn", "-n", 10, "--proxy", proxy,
+                          "--cacert", ca[0], "-u", url)
+    assert "requests   10," in out, out
+    assert "errors     0 (" in out, out
+    assert "  proxy      %s, CONNECT 10 (200 10)\n" % proxy in out, out
+    assert err == "", err
+
+    # the test CA signed the origin's leaf, not weir's
+    cmd = [PROBE, "-d", 0.5, "--proxy", proxy, "--cacert", pki.ca_cert,
+           "--csv-header", "-u", url]
+    r = subprocess.run([str(a) for a in cmd], capture_output=True,
+                       timeout=DEADLINE)
+    assert r.returncode == 0, r.stderr
+    err = r.stderr.decode()
+    assert "certificate verification failed" in err, err
+    row = dict(zip(*(l.split(",") for l in r.stdout.decode().splitlines())))
+    assert row["requests"] == "0" and int(row["err_connect"]) > 0, row
+
+
+def test_client_proxy_connect_mitm_h2(weir, dns, pki, tls_origin):
+    """--h2 through --proxy to weir with `mitm on`: CONNECT, TLS with
+    ALPN h2 (weir's leaf verified), -m 8 streams on each of 2
+    connections: all 200, decrypted HTTP/2 in weir's log."""
+    if not have_h2_build():
+        pytest.skip("weir was configured without nghttp2 or OpenSSL")
+    o = tls_origin
+    ca = mitm_of(weir, pki)
+    port = proxy_weir(weir, dns, [o.ports[1]], mitm=ca)
+    url = "https://127.0.0.1:%d/tiny" % o.ports[1]
+    row = probe("--h2", "-c", 2, "-m", 8, "-n", 200, "-d", 10,
+                "--proxy", "127.0.0.1:%d" % port, "--cacert", ca[0],
+                "-u", url)
+    assert_clean(row)
+    assert row["requests"] == 200 and row["proto"] == "tls+h2", row
+    lines = log_lines(weir, r' decrypted HTTP/2\.0 "GET /tiny HTTP/2\.0" '
+                      r'200$', 200)
+    assert len(lines) == 200, lines
+    assert len(set(l.split()[0] for l in lines)) == 2, lines
+
+
+def test_client_proxy_connect_refused(weir, dns):
+    """A CONNECT weir refuses (the port is not in
+    forward_proxy_connect_ports: 403) is a connect error, over HTTP/1.1
+    and HTTP/2, retried: the run ends at -d with no request, the report
+    has the 403s, stderr says it once with the proxy's status line."""
+    if not have_openssl_build():
+        pytest.skip("weir was configured without OpenSSL")
+    allowed, refused = free_port(), free_port()
+    port = proxy_weir(weir, dns, [allowed])
+    proxy = "127.0.0.1:%d" % port
+    for h2 in ([], ["--h2"]) if have_h2_build() else ([],):
+        t = time.monotonic()
+        out, err = probe_text(*(h2 + ["-c", 2, "-d", 0.5, "--proxy", proxy,
+                                      "-u", "https://127.0.0.1:%d/tiny"
+                                      % refused]))
+        assert time.monotonic() - t < DEADLINE
+        assert "requests   0," in out, out
+        errors = [l for l in out.splitlines() if "errors " in l][0]
+        n = int(errors.split()[1])
+        assert n > 0 and "(connect %d, timeout 0," % n in errors, out
+        assert "  proxy      %s, CONNECT %d (403 %d)\n" % (proxy, n, n) \
+            in out, out
+        assert err == ("weir-probe: proxy %s answered CONNECT 127.0.0.1:%d "
+                       "with \"HTTP/1.1 403 Forbidden\": counted as "
+                       "connect errors\n" % (proxy, refused)), err
+
+
+class FakeProxy:
+    """A CONNECT proxy written here: it records each request head, sends
+    the answer's pieces (bytes, or a float: a pause in seconds), then
+    relays the tunnel to 127.0.0.1 at the CONNECT's port (then="relay"),
+    keeps the connection silent (then="hold") or closes it
+    (then="close")."""
+
+    def __init__(self, answer, then="relay"):
+        self.answer = answer
+        self.then = then
+        self.heads = []
+        self.socks = []
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+        self.threads[0].start()
+
+    def _keep(self, s):
+        with self.lock:
+            self.socks.append(s)
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self._keep(c)
+            t = threading.Thread(target=self._serve, args=(c,), daemon=True)
+            with self.lock:
+                self.threads.append(t)
+            t.start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _serve(self, c):
+        try:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                more = c.recv(4096)
+                if not more:
+                    return
+                data += more
+            head = data[:data.index(b"\r\n\r\n") + 4]
+            with self.lock:
+                self.heads.append(head)
+            for piece in self.answer:
+                if isinstance(piece, float):
+                    time.sleep(piece)
+                else:
+                    c.sendall(piece)
+            if self.then == "close":
+                return
+            if self.then == "hold":
+                while c.recv(4096):
+                    pass
+                return
+            target = int(head.split(b" ")[1].rsplit(b":", 1)[1])
+            o = socket.create_connection(("127.0.0.1", target),
+                                         timeout=DEADLINE)
+            o.settimeout(None)
+            self._keep(o)
+            back = threading.Thread(target=self._pump, args=(o, c),
+                                    daemon=True)
+            back.start()
+            self._pump(c, o)
+            back.join(DEADLINE)
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        with self.lock:
+            socks, threads = list(self.socks), list(self.threads)
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+        for t in threads:
+            t.join(DEADLINE)
+
+
+@pytest.fixture
+def fake_proxy():
+    made = []
+
+    def make(answer, then="relay"):
+        p = FakeProxy(answer, then)
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        p.close()
+
+
+def test_client_proxy_answer_parsing(pki, fake_proxy):
+    """The CONNECT is exactly `CONNECT host:port HTTP/1.1` with its Host,
+    once per connection, for a name the probe never resolves (the proxy
+    does: .invalid resolves nowhere); the answer may come in pieces, after
+    an interim 100, with headers: TLS then starts right after its head
+    (SNI and the host check are the URL's name, verified with --cacert),
+    over HTTP/1.1 and HTTP/2."""
+    if not have_openssl_build():
+        pytest.skip("weir was configured without OpenSSL")
+    leaf = pki.leaf("probe.invalid")
+    o = Origin(tls=(leaf.chain, leaf.key))
+    try:
+        p = fake_proxy([b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 Conn",
+                        0.1, b"ection established\r\nVia: 1.1 fake\r\n",
+                        0.1, b"\r\n"])
+        connect = (b"CONNECT probe.invalid:%d HTTP/1.1\r\n"
+                   b"Host: probe.invalid:%d\r\n\r\n"
+                   % (o.ports[1], o.ports[1]))
+        url = "https://probe.invalid:%d/tiny" % o.ports[1]
+        runs = [["-c", 2, "-n", 30]]
+        if have_h2_build():
+            runs.append(["--h2", "-c", 2, "-m", 4, "-n", 60])
+        for args in runs:
+            del p.heads[:]
+            row = probe(*(args + ["-d", 10, "--proxy",
+                                  "127.0.0.1:%d" % p.port,
+                                  "--cacert", pki.ca_cert, "-u", url]))
+            assert_clean(row)
+            assert row["requests"] == args[-1], row
+            assert p.heads == [connect, connect], p.heads
+    finally:
+        o.stop()
+
+
+def test_client_proxy_failures_are_bounded(fake_proxy):
+    """A proxy that never answers the CONNECT: -T bounds it (timeouts,
+    the run ends at -d); one that closes without an answer, or answers
+    something that is not HTTP: connect errors, counted as "bad"."""
+    silent = fake_proxy([], then="hold")
+    t = time.monotonic()
+    row = probe("-c", 1, "-d", 1, "-T", 0.2, "--proxy",
+                "127.0.0.1:%d" % silent.port, "-u", "https://a.test:1/")
+    assert time.monotonic() - t < DEADLINE
+    assert row["requests"] == 0 and row["err_timeout"] >= 2, row
+    assert row["errors"] == row["err_timeout"], row
+    assert len(silent.heads) >= 2, silent.heads
+
+    for answer, then, said in (
+            ([], "close", "closed CONNECT a.test:1 without an answer"),
+            ([b"SSH-2.0-nope\r\n\r\n"], "hold",
+             "answered CONNECT a.test:1 with \"SSH-2.0-nope\" (no valid "
+             "head)")):
+        bad = fake_proxy(answer, then=then)
+        proxy = "127.0.0.1:%d" % bad.port
+        out, err = probe_text("-c", 1, "-d", 0.3, "--proxy", proxy,
+                              "-u", "https://a.test:1/")
+        assert "requests   0," in out, out
+        errors = [l for l in out.splitlines() if "errors " in l][0]
+        n = int(errors.split()[1])
+        assert n > 0 and "(connect %d, timeout 0," % n in errors, out
+        assert "  proxy      %s, CONNECT %d (bad %d)\n" % (proxy, n, n) \
+            in out, out
+        assert err == "weir-probe: proxy %s %s: counted as connect " \
+                      "errors\n" % (proxy, said), err
+
+
+def test_client_cacert_direct(tls_origin, pki):
+    """--cacert without --proxy: the origin's leaf (localhost and
+    127.0.0.1, by the test CA) verifies for both hosts; another CA, or a
+    leaf without the URL's host, fails as connect errors."""
+    o = tls_origin
+    for host in ("localhost", "127.0.0.1"):
+        row = probe("-n", 20, "--cacert", pki.ca_cert,
+                    "-u", "https://%s:%d/tiny" % (host, o.ports[1]))
+        assert_clean(row)
+        assert row["requests"] == 20, row
+
+    other = pki.other_ca()
+    named = pki.leaf("localhost")       # no IP address in it
+    o2 = Origin(tls=(named.chain, named.key))
+    try:
+        for ca, port, host in ((other.cert, o.ports[1], "localhost"),
+                               (pki.ca_cert, o2.ports[1], "127.0.0.1")):
+            cmd = [PROBE, "-d", "0.3", "--cacert", ca, "--csv-header",
+                   "-u", "https://%s:%d/tiny" % (host, port)]
+            r = subprocess.run(cmd, capture_output=True, timeout=DEADLINE)
+            assert r.returncode == 0, r.stderr
+            err = r.stderr.decode()
+            assert "certificate verification failed" in err, (host, err)
+            row = dict(zip(*(l.split(",") for l in
+                             r.stdout.decode().splitlines())))
+            assert row["requests"] == "0", row
+            assert int(row["err_connect"]) > 0, row
+    finally:
+        o2.stop()
+
+
+def test_client_proxy_usage():
+    """Bad --proxy and --cacert values stop with status 2 and a message;
+    -h lists both options."""
+    for args in (["--proxy", "127.0.0.1", "-u", "http://127.0.0.1:1/"],
+                 ["--proxy", "127.0.0.1:0", "-u", "http://127.0.0.1:1/"],
+                 ["--proxy", "127.0.0.1:70000", "-u", "http://127.0.0.1:1/"],
+                 ["--proxy", "127.0.0.1:8x", "-u", "http://127.0.0.1:1/"],
+                 ["--proxy", "[::1", "-u", "http://127.0.0.1:1/"],
+                 ["--h2", "--proxy", "127.0.0.1:1",
+                  "-u", "http://127.0.0.1:1/"]):
+        r = subprocess.run([PROBE] + args, capture_output=True,
+                           timeout=DEADLINE)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert r.stderr, args
+    if have_openssl_build():
+        r = subprocess.run([PROBE, "--cacert", "/nonexistent/ca.pem",
+                            "-u", "https://127.0.0.1:1/"],
+                           capture_output=True, timeout=DEADLINE)
+        assert r.returncode == 2 and b"--cacert" in r.stderr, r.stderr
+    r = subprocess.run([PROBE, "client", "-h"], capture_output=True,
+                       timeout=DEADLINE)
+    assert r.returncode == 0
+    assert b"--proxy HOST:PORT" in r.stdout and b"--cacert FILE" in r.stdout

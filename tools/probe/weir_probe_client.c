@@ -31,6 +31,9 @@ static int probe_client_options(probe_client_conf_t *cf, int argc,
 static void probe_client_usage(void);
 static int probe_parse_url(probe_client_conf_t *cf, const char *text,
     probe_url_t *u);
+static int probe_resolve(const char *what, const char *host,
+    const char *port, struct sockaddr_storage *ss, socklen_t *len);
+static int probe_parse_proxy(probe_client_conf_t *cf, const char *text);
 static int probe_build_request(probe_client_conf_t *cf, probe_url_t *u);
 static int probe_build_ws(probe_client_conf_t *cf, probe_url_t *u);
 static void probe_pause(probe_conn_t *c);
@@ -122,6 +125,24 @@ probe_client_main(int argc, char **argv)
     rc = probe_client_options(cf, argc, argv);
     if (rc != PROBE_OK) {
         return rc == PROBE_AGAIN ? 0 : 2;
+    }
+
+    /*
+     * names are resolved once, here; through a proxy only the proxy's
+     * name: every connection goes to it, and it resolves the URLs' hosts
+     */
+    for (i = 0; i < cf->nurls; i++) {
+        if (cf->proxy != NULL) {
+            memcpy(&cf->urls[i].addr, &cf->proxy_addr, cf->proxy_addrlen);
+            cf->urls[i].addrlen = cf->proxy_addrlen;
+
+        } else if (probe_resolve(cf->urls[i].text, cf->urls[i].name,
+                                 cf->urls[i].port, &cf->urls[i].addr,
+                                 &cf->urls[i].addrlen)
+                   != PROBE_OK)
+        {
+            return 2;
+        }
     }
 
     /* main() raised the soft limit to the hard one already */
@@ -368,7 +389,13 @@ probe_client_usage(void)
 "  --read-pause BYTES:MS\n"
 "                  a slow reader: after every BYTES of a response,\n"
 "                  read nothing on that connection for MS milliseconds\n"
-"  --rcvbuf BYTES  SO_RCVBUF of the client's sockets\n");
+"  --rcvbuf BYTES  SO_RCVBUF of the client's sockets\n"
+"  --proxy HOST:PORT\n"
+"                  through an HTTP proxy, as curl -x: https:// URLs in a\n"
+"                  CONNECT tunnel (one per connection), http:// URLs as\n"
+"                  absolute-form requests\n"
+"  --cacert FILE   verify TLS certificates against the CAs in FILE (PEM)\n"
+"                  and the URL's host (default: no verification)\n");
 }
 
 
@@ -397,7 +424,7 @@ probe_num(const char *opt, const char *arg, double min, double max,
 static int
 probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
 {
-    int      ch;
+    int      ch, i;
     char    *colon;
     double   v;
 
@@ -409,6 +436,8 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
         { "read-pause", required_argument, NULL, 'P' },
         { "rcvbuf",     required_argument, NULL, 'R' },
         { "h2",         no_argument, NULL, 'Z' },
+        { "proxy",      required_argument, NULL, 'Y' },
+        { "cacert",     required_argument, NULL, 'K' },
         { "help",       no_argument, NULL, 'h' },
         { NULL,         0,           NULL, 0 }
     };
@@ -590,6 +619,22 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
             cf->rcvbuf = (int) v;
             break;
 
+        case 'Y':
+            if (probe_parse_proxy(cf, optarg) != PROBE_OK) {
+                return PROBE_ERROR;
+            }
+            break;
+
+        case 'K':
+#if (WEIR_HAVE_OPENSSL)
+            cf->cacert = optarg;
+            break;
+#else
+            fprintf(stderr, "weir-probe: --cacert: built without OpenSSL "
+                    "(configure weir with it)\n");
+            return PROBE_ERROR;
+#endif
+
         case 'h':
             probe_client_usage();
             return PROBE_AGAIN;
@@ -625,6 +670,17 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
         return PROBE_ERROR;
     }
 
+    if (cf->h2 && cf->proxy != NULL) {
+        for (i = 0; i < cf->nurls; i++) {
+            if (!cf->urls[i].tls) {
+                fprintf(stderr, "weir-probe: --h2 through --proxy needs "
+                        "https:// URLs (a CONNECT tunnel): %s\n",
+                        cf->urls[i].text);
+                return PROBE_ERROR;
+            }
+        }
+    }
+
     if (cf->h2 && cf->new_conn && cf->streams > 1) {
         fprintf(stderr, "weir-probe: --new-conn makes one request a "
                 "connection: no -m\n");
@@ -646,16 +702,17 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
 }
 
 
-/* http[s]://HOST[:PORT][/PATH]; HOST is resolved once, here */
+/*
+ * http[s]://HOST[:PORT][/PATH]; HOST is resolved later, once, unless a
+ * proxy resolves it (probe_resolve())
+ */
 
 static int
 probe_parse_url(probe_client_conf_t *cf, const char *text, probe_url_t *u)
 {
-    int               rc;
-    char              host[256], port[8];
-    const char       *p, *h, *he, *path;
-    size_t            len;
-    struct addrinfo   hints, *res;
+    char         *port;
+    const char   *p, *h, *he, *path;
+    size_t        len;
 
     (void) cf;
 
@@ -664,6 +721,7 @@ probe_parse_url(probe_client_conf_t *cf, const char *text, probe_url_t *u)
     }
 
     strcpy(u->text, text);
+    port = u->port;
 
     if (strncmp(text, "http://", 7) == 0) {
         p = text + 7;
@@ -706,20 +764,20 @@ probe_parse_url(probe_client_conf_t *cf, const char *text, probe_url_t *u)
         len = he ? (size_t) (he - h) : strlen(h);
     }
 
-    if (len == 0 || len >= sizeof(host)) {
+    if (len == 0 || len >= sizeof(u->name)) {
         goto invalid;
     }
 
-    memcpy(host, h, len);
-    host[len] = '\0';
+    memcpy(u->name, h, len);
+    u->name[len] = '\0';
 
     /* SNI is the host name alone: no port, no address literal */
-    if (u->host[0] != '[' && inet_addr(host) == INADDR_NONE) {
-        strcpy(u->sni, host);
+    if (u->host[0] != '[' && inet_addr(u->name) == INADDR_NONE) {
+        strcpy(u->sni, u->name);
     }
 
     if (he != NULL && *he == ':') {
-        if (strlen(he + 1) == 0 || strlen(he + 1) >= sizeof(port)
+        if (strlen(he + 1) == 0 || strlen(he + 1) >= sizeof(u->port)
             || strspn(he + 1, "0123456789") != strlen(he + 1))
         {
             goto invalid;
@@ -730,19 +788,11 @@ probe_parse_url(probe_client_conf_t *cf, const char *text, probe_url_t *u)
         goto invalid;
     }
 
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-
-    rc = getaddrinfo(host, port, &hints, &res);
-    if (rc != 0) {
-        fprintf(stderr, "weir-probe: %s: %s\n", text, gai_strerror(rc));
-        return PROBE_ERROR;
-    }
-
-    memcpy(&u->addr, res->ai_addr, res->ai_addrlen);
-    u->addrlen = res->ai_addrlen;
-    freeaddrinfo(res);
+    /* a CONNECT's target: the port always, an IPv6 address bracketed */
+    len = he != NULL && *he == ':' ? (size_t) (he - u->host)
+                                   : strlen(u->host);
+    (void) snprintf(u->authority, sizeof(u->authority), "%.*s:%s",
+                    (int) len, u->host, port);
 
     /* the path goes into the request as it is; "" means "/" */
     u->path = u->text + (path - text);
@@ -763,6 +813,103 @@ invalid:
 }
 
 
+/* host and port to the first address getaddrinfo() gives */
+
+static int
+probe_resolve(const char *what, const char *host, const char *port,
+    struct sockaddr_storage *ss, socklen_t *len)
+{
+    int               rc;
+    struct addrinfo   hints, *res;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+
+    rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0) {
+        fprintf(stderr, "weir-probe: %s: %s\n", what, gai_strerror(rc));
+        return PROBE_ERROR;
+    }
+
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo(res);
+
+    return PROBE_OK;
+}
+
+
+/* --proxy [http://]HOST:PORT[/]: a name is resolved once, here */
+
+static int
+probe_parse_proxy(probe_client_conf_t *cf, const char *text)
+{
+    char         host[256], port[8], what[300];
+    const char  *p, *colon, *end;
+    size_t       len;
+
+    p = strncmp(text, "http://", 7) == 0 ? text + 7 : text;
+    end = p + strlen(p);
+
+    if (end > p && end[-1] == '/') {
+        end--;
+    }
+
+    if (*p == '[') {
+        colon = memchr(p, ']', (size_t) (end - p));
+        if (colon == NULL || colon + 1 == end || colon[1] != ':') {
+            goto invalid;
+        }
+        len = (size_t) (colon - p - 1);
+        p++;
+        colon++;
+
+    } else {
+        colon = memchr(p, ':', (size_t) (end - p));
+        if (colon == NULL) {
+            goto invalid;
+        }
+        len = (size_t) (colon - p);
+    }
+
+    if (len == 0 || len >= sizeof(host) || end - colon - 1 < 1
+        || (size_t) (end - colon - 1) >= sizeof(port)
+        || strspn(colon + 1, "0123456789") < (size_t) (end - colon - 1))
+    {
+        goto invalid;
+    }
+
+    memcpy(host, p, len);
+    host[len] = '\0';
+    memcpy(port, colon + 1, (size_t) (end - colon - 1));
+    port[end - colon - 1] = '\0';
+
+    if (atoi(port) < 1 || atoi(port) > 65535) {
+        goto invalid;
+    }
+
+    (void) snprintf(what, sizeof(what), "--proxy %s", text);
+
+    if (probe_resolve(what, host, port, &cf->proxy_addr, &cf->proxy_addrlen)
+        != PROBE_OK)
+    {
+        return PROBE_ERROR;
+    }
+
+    cf->proxy = text;
+
+    return PROBE_OK;
+
+invalid:
+
+    fprintf(stderr, "weir-probe: invalid --proxy \"%s\" (HOST:PORT)\n",
+            text);
+
+    return PROBE_ERROR;
+}
+
+
 static int
 probe_build_request(probe_client_conf_t *cf, probe_url_t *u)
 {
@@ -773,7 +920,22 @@ probe_build_request(probe_client_conf_t *cf, probe_url_t *u)
 
     path = (char *) u->request;
 
-    size = 384 + strlen(path) + strlen(u->host) + cf->body;
+    if (cf->proxy != NULL && u->tls) {
+        /* the tunnel: CONNECT once a connection */
+        size = 64 + 2 * strlen(u->authority);
+
+        u->connect = malloc(size);
+        if (u->connect == NULL) {
+            return PROBE_ERROR;
+        }
+
+        u->connect_len = (size_t) snprintf((char *) u->connect, size,
+                                           "CONNECT %s HTTP/1.1\r\n"
+                                           "Host: %s\r\n\r\n",
+                                           u->authority, u->authority);
+    }
+
+    size = 384 + strlen(path) + 2 * strlen(u->host) + cf->body;
     for (i = 0; i < cf->nheaders; i++) {
         size += strlen(cf->headers[i]) + 2;
     }
@@ -783,10 +945,14 @@ probe_build_request(probe_client_conf_t *cf, probe_url_t *u)
         return PROBE_ERROR;
     }
 
+    /* to a proxy, http:// in absolute form: GET http://host:port/path */
     hlen = (size_t) snprintf((char *) p, size,
-                             "%s %s HTTP/1.1\r\nHost: %s\r\n"
+                             "%s %s%s%s HTTP/1.1\r\nHost: %s\r\n"
                              "User-Agent: weir-probe\r\n%s",
-                             cf->method, path, u->host,
+                             cf->method,
+                             cf->proxy != NULL && !u->tls ? "http://" : "",
+                             cf->proxy != NULL && !u->tls ? u->host : "",
+                             path, u->host,
                              cf->new_conn ? "Connection: close\r\n" : "");
 
     if (cf->ws) {
@@ -1026,11 +1192,14 @@ probe_prepare(probe_conn_t *c, uint64_t start)
     c->response_done = 0;
     c->close_after = 0;
 
+    /* through a proxy, a tunnel goes to one origin only */
     if (c->fd != -1
         && ((probe_conf.ws && c->conn_url != u)
             || c->conn_url->addrlen != u->addrlen
             || memcmp(&c->conn_url->addr, &u->addr, u->addrlen) != 0
-            || c->conn_url->tls != u->tls))
+            || c->conn_url->tls != u->tls
+            || (u->connect != NULL
+                && strcmp(c->conn_url->authority, u->authority) != 0)))
     {
         probe_close(c);
     }
@@ -1321,14 +1490,19 @@ probe_h1_connect(probe_conn_t *c)
                           sizeof(probe_conf.rcvbuf));
     }
 
+    /* through --proxy the URL's address is the proxy's */
     c->fd = fd;
     c->upgraded = 0;
+    c->tunnel = 0;
+    c->proxy_sent = 0;
+    c->proxy_have = 0;
     c->conn_url = c->url;
     c->io = &probe_plain_io;
 
 #if (WEIR_HAVE_OPENSSL)
     if (c->url->tls) {
-        c->io = &probe_tls_io;
+        c->io = c->url->connect != NULL ? &probe_proxy_tls_io
+                                        : &probe_tls_io;
     }
 #endif
 
@@ -1954,7 +2128,12 @@ probe_hold_main(int argc, char **argv)
                 return 2;
             }
 
-            if (probe_parse_url(cf, optarg, &cf->urls[0]) != PROBE_OK) {
+            if (probe_parse_url(cf, optarg, &cf->urls[0]) != PROBE_OK
+                || probe_resolve(optarg, cf->urls[0].name,
+                                 cf->urls[0].port, &cf->urls[0].addr,
+                                 &cf->urls[0].addrlen)
+                   != PROBE_OK)
+            {
                 return 2;
             }
             cf->nurls = 1;

@@ -20,6 +20,9 @@
 #define PROBE_HOLD_BURST   200
 #define PROBE_MAX_URLS     64
 #define PROBE_MAX_HEADERS  16
+/* --proxy: the longest CONNECT answer head, the statuses told apart */
+#define PROBE_PROXY_HEAD   4096
+#define PROBE_PROXY_CODES  8
 
 /* connection states */
 #define PROBE_CLOSED       0
@@ -73,6 +76,11 @@ typedef struct {
     char                      text[512];
     char                      host[256];     /* Host: (with the port) */
     char                      sni[256];      /* a name, never an address */
+    char                      name[256];     /* the host alone */
+    char                      port[8];
+    char                      authority[272];  /* host:port, always */
+    u_char                   *connect;       /* --proxy: the CONNECT */
+    size_t                    connect_len;
     struct sockaddr_storage   addr;
     socklen_t                 addrlen;
     unsigned                  tls:1;
@@ -106,7 +114,7 @@ struct probe_conn_s {
     size_t               sent;
     uint64_t             bytes_in;
 
-    u_char              *buf;
+    u_char              *buf;            /* and a proxy's CONNECT answer */
     size_t               pos;
     size_t               last;
 
@@ -122,6 +130,10 @@ struct probe_conn_s {
     unsigned             ws_data:1;
     unsigned             paused:1;
     unsigned             pause_hit:1;
+    unsigned             tunnel:1;       /* the proxy answered CONNECT 2xx */
+
+    size_t               proxy_sent;     /* of the CONNECT */
+    size_t               proxy_have;     /* of its answer, in buf */
 };
 
 
@@ -135,6 +147,13 @@ typedef struct {
     uint64_t       err_write;
     uint64_t       err_refused;    /* HTTP/2: REFUSED_STREAM, GOAWAY */
     uint64_t       status[6];
+    /*
+     * --proxy: CONNECT answers by status (0: not HTTP, or none before a
+     * close); those past PROBE_PROXY_CODES statuses in proxy_other
+     */
+    int            proxy_code[PROBE_PROXY_CODES];
+    uint64_t       proxy_count[PROBE_PROXY_CODES];
+    uint64_t       proxy_other;
     probe_hist_t   hist;
 } probe_stats_t;
 
@@ -159,6 +178,10 @@ typedef struct {
     size_t         pause_bytes;
     uint64_t       pause_ns;
     int            rcvbuf;
+    const char    *proxy;          /* --proxy HOST:PORT, as given */
+    struct sockaddr_storage  proxy_addr;
+    socklen_t      proxy_addrlen;
+    const char    *cacert;         /* --cacert: verify, trusting these */
     int            nurls;
     probe_url_t    urls[PROBE_MAX_URLS];
     int            nheaders;
@@ -181,12 +204,15 @@ int probe_h1_connect(probe_conn_t *c);
 
 /*
  * the byte movers (weir_probe_client_io.c); probe_tls_init() makes the
- * one TLS context (ALPN h2 or http/1.1) on its first call, later calls
- * keep it
+ * one TLS context (ALPN h2 or http/1.1, and --cacert) on its first call,
+ * later calls keep it; probe_proxy_tls_io is TLS inside a CONNECT tunnel
+ * through --proxy (its handshake sends the CONNECT and reads the answer
+ * first)
  */
 extern const probe_io_t              probe_plain_io;
 #if (WEIR_HAVE_OPENSSL)
 extern const probe_io_t              probe_tls_io;
+extern const probe_io_t              probe_proxy_tls_io;
 int probe_tls_init(int h2);
 #endif
 

@@ -317,8 +317,11 @@ probe_h2_run(void)
     for (i = 1; i < cf->nurls; i++) {
         u = &cf->urls[i];
 
+        /* through --proxy: one tunnel, so one host:port */
         if (u->tls != cf->urls[0].tls || u->addrlen != cf->urls[0].addrlen
-            || memcmp(&u->addr, &cf->urls[0].addr, u->addrlen) != 0)
+            || memcmp(&u->addr, &cf->urls[0].addr, u->addrlen) != 0
+            || (cf->proxy != NULL
+                && strcmp(u->authority, cf->urls[0].authority) != 0))
         {
             fprintf(stderr, "weir-probe: with --h2 all URLs go to one "
                     "server (%s, %s)\n", cf->urls[0].text, u->text);
@@ -374,6 +377,15 @@ probe_h2_run(void)
         hc->streams = calloc((size_t) cf->streams,
                              sizeof(probe_h2_stream_t));
         hc->out = malloc(PROBE_H2_OUT);
+
+        /* c.buf holds nothing but a proxy's answer to CONNECT */
+        if (cf->proxy != NULL) {
+            hc->c.buf = malloc(PROBE_PROXY_HEAD);
+            if (hc->c.buf == NULL) {
+                fprintf(stderr, "weir-probe: out of memory\n");
+                return 2;
+            }
+        }
 
         if (hc->streams == NULL || hc->out == NULL) {
             fprintf(stderr, "weir-probe: out of memory\n");
@@ -481,6 +493,7 @@ probe_h2_run(void)
 
         free(hc->streams);
         free(hc->out);
+        free(hc->c.buf);
     }
 
     free(conns);

@@ -11,6 +11,7 @@
 
 
 static void probe_fmt_time(char *buf, size_t size, uint64_t ns);
+static void probe_report_proxy(probe_client_conf_t *cf, probe_stats_t *st);
 
 
 static void
@@ -25,6 +26,45 @@ probe_fmt_time(char *buf, size_t size, uint64_t ns)
     } else {
         snprintf(buf, size, "%.2f s", (double) ns / PROBE_NS_PER_SEC);
     }
+}
+
+
+/*
+ * --proxy: the CONNECT answers by status, "200 7, 403 5" (0 is "bad":
+ * none before a close, or no HTTP head); the failures are in the connect
+ * errors already
+ */
+
+static void
+probe_report_proxy(probe_client_conf_t *cf, probe_stats_t *st)
+{
+    int       i;
+    uint64_t  total;
+
+    total = st->proxy_other;
+    for (i = 0; i < PROBE_PROXY_CODES; i++) {
+        total += st->proxy_count[i];
+    }
+
+    printf("  proxy      %s, CONNECT %llu", cf->proxy,
+           (unsigned long long) total);
+
+    for (i = 0; i < PROBE_PROXY_CODES && st->proxy_count[i]; i++) {
+        if (st->proxy_code[i] == 0) {
+            printf("%sbad %llu", i ? ", " : " (",
+                   (unsigned long long) st->proxy_count[i]);
+
+        } else {
+            printf("%s%d %llu", i ? ", " : " (", st->proxy_code[i],
+                   (unsigned long long) st->proxy_count[i]);
+        }
+    }
+
+    if (st->proxy_other) {
+        printf(", other %llu", (unsigned long long) st->proxy_other);
+    }
+
+    printf("%s\n", total ? ")" : "");
 }
 
 
@@ -134,10 +174,7 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
            "  errors     %llu (connect %llu, timeout %llu, read %llu, "
            "write %llu, refused %llu, status %llu)\n"
            "  status     2xx %llu, 3xx %llu, 4xx %llu, 5xx %llu, "
-           "other %llu\n"
-           "  latency    p50 %s, p90 %s, p99 %s, p99.9 %s, max %s, "
-           "mean %s\n"
-           "  cpu        user %.2f s, system %.2f s (%.0f%% of a core)\n",
+           "other %llu\n",
            elapsed, cf->warmup,
            (unsigned long long) st->requests, rps,
            (unsigned long long) st->bytes_in,
@@ -155,7 +192,15 @@ probe_report(probe_client_conf_t *cf, probe_stats_t *st, double elapsed,
            (unsigned long long) st->status[3],
            (unsigned long long) st->status[4],
            (unsigned long long) st->status[5],
-           (unsigned long long) (st->status[0] + st->status[1]),
+           (unsigned long long) (st->status[0] + st->status[1]));
+
+    if (cf->proxy != NULL) {
+        probe_report_proxy(cf, st);
+    }
+
+    printf("  latency    p50 %s, p90 %s, p99 %s, p99.9 %s, max %s, "
+           "mean %s\n"
+           "  cpu        user %.2f s, system %.2f s (%.0f%% of a core)\n",
            t[0], t[1], t[2], t[3], t[4], t[5],
            cpu_user, cpu_sys, cpu_pct);
 
