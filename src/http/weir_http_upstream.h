@@ -462,6 +462,11 @@ struct weir_http_upstream_srv_conf_s {
     weir_shm_zone_t             *shm_zone;
     unsigned char               *zone_file_name;
     weir_uint_t                  zone_line;
+
+    /* the settings of its pools when they come from no block: those of
+     * named_peers_keepalive for the peers named at request time (NULL:
+     * the block's directives, or the defaults) */
+    struct weir_http_upstream_keepalive_conf_s  *keepalive_conf;
 };
 
 /* the upstream module's main conf: every group, explicit or implicit */
@@ -472,7 +477,8 @@ typedef struct {
                                               */
     /* the pools (keep-alive, sessions) of the peers named at request
      * time (proxy_pass with variables, a forward proxy's targets): one
-     * for all, with the default settings, keyed by address and TLS */
+     * for all, keyed by address and TLS, with the settings of
+     * named_peers_keepalive */
     weir_http_upstream_srv_conf_t  *resolved;
 } weir_http_upstream_main_conf_t;
 
@@ -638,7 +644,7 @@ void weir_http_upstream_keepalive_close_all(weir_cycle_t *cycle);
 
 /* the keep-alive settings of a group (the defaults for us NULL or a
  * group without the directives): sessions follow them too */
-typedef struct {
+typedef struct weir_http_upstream_keepalive_conf_s {
     weir_int_t                   max_cached;
     weir_int_t                   requests;
     weir_msec_t                  timeout;

@@ -111,6 +111,8 @@ static weir_http_upstream_keepalive_cache_t *
     weir_http_upstream_keepalive_get_cache(weir_http_upstream_srv_conf_t *us);
 
 static void *weir_http_upstream_keepalive_create_conf(weir_conf_t *cf);
+static char *weir_http_upstream_named_keepalive(weir_conf_t *cf,
+    weir_command_t *cmd, void *conf);
 static void weir_http_upstream_keepalive_exit_process(weir_cycle_t *cycle);
 
 
@@ -151,6 +153,13 @@ static weir_command_t  weir_http_upstream_keepalive_commands[] = {
       offsetof(weir_http_upstream_keepalive_srv_conf_t, time),
       NULL },
 
+    { weir_string("named_peers_keepalive"),
+      WEIR_HTTP_MAIN_CONF|WEIR_CONF_1MORE,
+      weir_http_upstream_named_keepalive,
+      0,
+      0,
+      NULL },
+
     weir_null_command
 };
 
@@ -187,6 +196,110 @@ weir_module_t  weir_http_upstream_keepalive_module = {
     NULL,                                  /* exit master */
     WEIR_MODULE_V1_PADDING
 };
+
+
+/*
+ * named_peers_keepalive N [requests=N] [timeout=TIME] [time=TIME]: the
+ * pools of the peers named at request time (proxy_pass with variables,
+ * a forward proxy's origins), which have no upstream block to say it.
+ * N 0: no pool.
+ */
+
+static char *
+weir_http_upstream_named_keepalive(weir_conf_t *cf, weir_command_t *cmd,
+    void *conf)
+{
+    weir_int_t                            n;
+    weir_str_t                           *value, v;
+    weir_uint_t                           i;
+    weir_msec_t                           ms;
+    weir_http_upstream_keepalive_conf_t  *kc;
+    weir_http_upstream_main_conf_t       *umcf;
+
+    (void) cmd;
+    (void) conf;
+
+    umcf = weir_http_conf_get_module_main_conf(cf, weir_http_upstream_module);
+
+    if (umcf->resolved->keepalive_conf) {
+        return "is duplicate";
+    }
+
+    kc = weir_palloc(cf->pool, sizeof(weir_http_upstream_keepalive_conf_t));
+    if (kc == NULL) {
+        return WEIR_CONF_ERROR;
+    }
+
+    kc->requests = WEIR_HTTP_UPSTREAM_KEEPALIVE_REQUESTS;
+    kc->timeout = WEIR_HTTP_UPSTREAM_KEEPALIVE_TIMEOUT;
+    kc->time = WEIR_HTTP_UPSTREAM_KEEPALIVE_TIME;
+
+    value = cf->args->elts;
+
+    n = weir_atoi(value[1].data, value[1].len);
+
+    if (n == WEIR_ERROR || n > 65536) {
+        weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                            "invalid number of connections \"%.*s\"",
+                            WEIR_STR_ARG(value[1]));
+        return WEIR_CONF_ERROR;
+    }
+
+    kc->max_cached = n;
+
+    for (i = 2; i < cf->args->nelts; i++) {
+        v = value[i];
+
+        if (v.len > 9 && weir_strncmp(v.data, "requests=", 9) == 0) {
+            n = weir_atoi(v.data + 9, v.len - 9);
+
+            if (n == WEIR_ERROR || n == 0) {
+                goto invalid;
+            }
+
+            kc->requests = n;
+            continue;
+        }
+
+        if (v.len > 8 && weir_strncmp(v.data, "timeout=", 8) == 0) {
+            v.data += 8;
+            v.len -= 8;
+            ms = (weir_msec_t) weir_parse_time(&v, 0);
+
+            if (ms == (weir_msec_t) WEIR_ERROR) {
+                goto invalid;
+            }
+
+            kc->timeout = ms;
+            continue;
+        }
+
+        if (v.len > 5 && weir_strncmp(v.data, "time=", 5) == 0) {
+            v.data += 5;
+            v.len -= 5;
+            ms = (weir_msec_t) weir_parse_time(&v, 0);
+
+            if (ms == (weir_msec_t) WEIR_ERROR) {
+                goto invalid;
+            }
+
+            kc->time = ms;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    umcf->resolved->keepalive_conf = kc;
+
+    return WEIR_CONF_OK;
+
+invalid:
+
+    weir_conf_log_error(WEIR_LOG_EMERG, cf, 0,
+                        "invalid parameter \"%.*s\"", WEIR_STR_ARG(value[i]));
+    return WEIR_CONF_ERROR;
+}
 
 
 /*
@@ -259,6 +372,11 @@ weir_http_upstream_keepalive_conf(weir_http_upstream_srv_conf_t *us,
     conf->requests = WEIR_HTTP_UPSTREAM_KEEPALIVE_REQUESTS;
     conf->timeout = WEIR_HTTP_UPSTREAM_KEEPALIVE_TIMEOUT;
     conf->time = WEIR_HTTP_UPSTREAM_KEEPALIVE_TIME;
+
+    if (us && us->keepalive_conf) {
+        *conf = *us->keepalive_conf;
+        return;
+    }
 
     if (kcf == NULL) {
         return;

@@ -562,3 +562,37 @@ def test_connect_over_http2_refused(weir, echo, dns, case, status):
         assert t.status() == status
     finally:
         t.close()
+
+
+@pytest.mark.parametrize("directive, accepted", [
+    ("named_peers_keepalive 8 requests=2;", 3),
+    ("named_peers_keepalive 0;", 6)], ids=["requests", "off"])
+def test_named_peers_keepalive(weir, make_origin, dns, directive, accepted):
+    """named_peers_keepalive sets the pool of the origins a forward proxy
+    names: requests=2 takes a connection out after its second request
+    (6 requests, 3 connections), 0 keeps none (one per request)."""
+    o = make_origin()
+    dns.add("k.test", ("A", "127.0.0.1", 60))
+    port = start(weir, dns, http="    %s\n" % directive)
+    for i in range(6):
+        p = via_proxy(port, "http://k.test:%d/%d" % (o.port, i))
+        assert p.stdout == b"origin GET /%d\n" % i
+    wait_for(lambda: o.accepted == accepted,
+             what="%d origin connections" % accepted)
+    assert o.accepted == accepted
+
+
+@pytest.mark.parametrize("args, reason", [
+    ("x", 'invalid number of connections "x"'),
+    ("8 requests=0", 'invalid parameter "requests=0"'),
+    ("8 timeout=soon", 'invalid parameter "timeout=soon"'),
+    ("8 other=1", 'invalid parameter "other=1"')])
+def test_named_peers_keepalive_errors(weir, args, reason):
+    from weirtest import run_weir
+    weir.allow.append(r"\[emerg\]")
+    path = weir.conf("events {\n}\nhttp {\n"
+                     "    named_peers_keepalive %s;\n}\n" % args,
+                     preamble=False, events=False)
+    res = run_weir(["-t", "-c", path], prefix=weir.prefix, env=weir.env())
+    assert res.returncode == 1, res.stderr
+    assert "[emerg] %s in %s:4" % (reason, path) in res.stderr, res.stderr
