@@ -113,10 +113,13 @@ def spki_sha256(cert):
                             .digest()).decode()
 
 
-def run_chromium(url, spki, workdir, timeout):
+def run_chromium(url, spki, workdir, timeout, proxy_port=None):
     """Runs headless Chromium on url with --dump-dom; returns
     (CompletedProcess, net log path). Its profile, home and net log are
-    under workdir; it may only resolve 127.0.0.1."""
+    under workdir; it may only resolve 127.0.0.1. With proxy_port, every
+    request goes through http://127.0.0.1:PROXY_PORT (names that are not
+    loopback ones are not bypassed: the proxy resolves them), else
+    through no proxy at all."""
     home = os.path.join(workdir, "home")
     os.makedirs(home, exist_ok=True)
     netlog = os.path.join(workdir, "netlog.json")
@@ -129,7 +132,9 @@ def run_chromium(url, spki, workdir, timeout):
     args = [CHROMIUM, "--headless=new",
             "--user-data-dir=" + os.path.join(workdir, "profile"),
             "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-            "--disable-background-networking", "--no-proxy-server",
+            "--disable-background-networking",
+            "--no-proxy-server" if proxy_port is None
+            else "--proxy-server=http://127.0.0.1:%d" % proxy_port,
             "--disable-extensions", "--disable-component-update",
             # and more of the fetches Chromium makes on its own: HTTP/3
             # (it tries QUIC on UDP 443), sync, default apps, network

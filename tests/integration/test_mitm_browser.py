@@ -24,15 +24,14 @@ Skipped only when /usr/bin/chromium is absent."""
 import os
 import re
 import ssl
-import subprocess
 
 import h2.exceptions
 import pytest
 
 from h2origin import Conn, H1Conn, H2Origin
 from test_http2_browser import (CHROMIUM, ERR_ABORTED,
-                                ERR_NAME_NOT_RESOLVED, kill_group,
-                                netlog_events, png, spki_sha256)
+                                ERR_NAME_NOT_RESOLVED, netlog_events, png,
+                                run_chromium, spki_sha256)
 from test_mitm import add_names, mitm_ca, start
 from weirtest import DEADLINE
 
@@ -184,58 +183,6 @@ def page(urls):
 
 # ---------------------------------------------------------------- chromium
 
-def run_chromium_via_proxy(url, proxy_port, spki, workdir, timeout):
-    """test_http2_browser.run_chromium with weir as the proxy (that one
-    passes --no-proxy-server): headless Chromium on url with --dump-dom,
-    every request through http://127.0.0.1:PROXY_PORT, the SPKI hash
-    trusted. Returns (CompletedProcess, net log path). Its own process
-    group, killed whatever happens."""
-    home = os.path.join(workdir, "home")
-    os.makedirs(home, exist_ok=True)
-    netlog = os.path.join(workdir, "netlog.json")
-    env = dict(os.environ, HOME=home,
-               XDG_CONFIG_HOME=os.path.join(home, ".config"),
-               XDG_CACHE_HOME=os.path.join(home, ".cache"))
-    for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY",
-              "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
-        env.pop(k, None)
-    args = [CHROMIUM, "--headless=new",
-            "--user-data-dir=" + os.path.join(workdir, "profile"),
-            "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-            "--disable-background-networking",
-            "--disable-extensions", "--disable-component-update",
-            "--disable-quic", "--disable-sync", "--disable-default-apps",
-            "--disable-spell-checking", "--password-store=basic",
-            "--disable-features=NetworkTimeServiceQuerying",
-            # every request goes to weir (a.test and b.test are not
-            # loopback names: Chromium's implicit bypass of localhost
-            # and 127.0.0.1 does not apply to them); Chromium resolves
-            # nothing but the proxy's address
-            "--proxy-server=http://127.0.0.1:%d" % proxy_port,
-            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-            "--ignore-certificate-errors-spki-list=" + spki,
-            "--log-net-log=" + netlog,
-            "--timeout=%d" % (timeout * 1000),
-            "--dump-dom", url]
-    if os.geteuid() == 0:
-        args.insert(1, "--no-sandbox")
-    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, cwd=workdir, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout + 30)
-    except subprocess.TimeoutExpired:
-        kill_group(proc.pid)
-        out, err = proc.communicate(timeout=DEADLINE)
-        raise AssertionError("chromium still running after %ds:\n%s"
-                             % (timeout + 30,
-                                err.decode(errors="replace")[-3000:]))
-    finally:
-        kill_group(proc.pid)
-    return subprocess.CompletedProcess(args, proc.returncode, out, err), \
-        netlog
-
-
 def netlog_summary(netlog, proxy_port, prefixes):
     """What Chromium's net log shows, as (problems, connections to weir,
     [(test URL, net error, status line)], {host: proxy} of its HTTP/2
@@ -329,8 +276,8 @@ def test_chromium_through_mitm_loads_20_images_from_two_origins(
     workdir = weir.path("chromium")
     os.makedirs(workdir)
     spki = spki_sha256(mitm_ca(pki).cert)
-    p, netlog = run_chromium_via_proxy("https://%s/" % host_a, port, spki,
-                                       workdir, timeout=int(DEADLINE))
+    p, netlog = run_chromium("https://%s/" % host_a, spki, workdir,
+                             timeout=int(DEADLINE), proxy_port=port)
     err = p.stderr.decode(errors="replace")
     out = p.stdout.decode(errors="replace")
     assert p.returncode == 0, "chromium exited %d:\n%s" % (

@@ -213,6 +213,8 @@ weir_int_t weir_http_mitm_onboard_init(weir_conf_t *cf,
     weir_http_mitm_srv_conf_t *mscf);
 
 /* weir_http_mitm_origin.c */
+uint32_t weir_http_mitm_hash(weir_str_t *name, in_port_t port,
+    const unsigned char *ca);
 /*
  * The leaf for mc->name, now (WEIR_OK: mc->leaf, mc->alpn,
  * mc->target.error set), or WEIR_AGAIN: mc waits for the look at the

@@ -37,8 +37,6 @@ typedef struct {
 } weir_http_mitm_look_t;
 
 
-static uint32_t weir_http_mitm_hash(weir_str_t *name, in_port_t port,
-    weir_http_mitm_ca_t *ca);
 static weir_http_mitm_cert_t *weir_http_mitm_lookup(
     weir_http_mitm_main_conf_t *mmcf, weir_http_mitm_conn_t *mc,
     uint32_t hash);
@@ -97,7 +95,8 @@ weir_http_mitm_find(weir_http_mitm_conn_t *mc)
         return WEIR_ERROR;
     }
 
-    hash = weir_http_mitm_hash(&mc->name, mc->port, mc->mscf->ca);
+    hash = weir_http_mitm_hash(&mc->name, mc->port,
+                               mc->mscf->ca->fingerprint);
     e = weir_http_mitm_lookup(mmcf, mc, hash);
 
     if (e && !e->pending && e->expires <= weir_time()) {
@@ -387,14 +386,16 @@ weir_http_mitm_fill(weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t alpn,
 
 /* ---- the cache -------------------------------------------------------- */
 
-static uint32_t
-weir_http_mitm_hash(weir_str_t *name, in_port_t port, weir_http_mitm_ca_t *ca)
-{
-    size_t     i;
-    uint32_t   h;
-    uintptr_t  p;
+/* FNV-1a over the name, the port and the CA's fingerprint: the key of
+ * both caches (the worker's also compares the CA itself) */
 
-    /* FNV-1a over the name, the port and the CA */
+uint32_t
+weir_http_mitm_hash(weir_str_t *name, in_port_t port,
+    const unsigned char *ca)
+{
+    size_t    i;
+    uint32_t  h;
+
     h = 2166136261u;
 
     for (i = 0; i < name->len; i++) {
@@ -404,11 +405,8 @@ weir_http_mitm_hash(weir_str_t *name, in_port_t port, weir_http_mitm_ca_t *ca)
     h = (h ^ (port & 0xff)) * 16777619u;
     h = (h ^ (port >> 8)) * 16777619u;
 
-    p = (uintptr_t) ca;
-
-    for (i = 0; i < sizeof(uintptr_t); i++) {
-        h = (h ^ (p & 0xff)) * 16777619u;
-        p >>= 8;
+    for (i = 0; i < 32; i++) {
+        h = (h ^ ca[i]) * 16777619u;
     }
 
     return h;

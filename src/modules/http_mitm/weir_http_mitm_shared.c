@@ -57,8 +57,6 @@ typedef struct {
 
 static weir_int_t weir_http_mitm_shared_init(weir_shm_zone_t *shm_zone,
     void *data);
-static uint32_t weir_http_mitm_shared_hash(weir_str_t *name, in_port_t port,
-    const unsigned char *ca);
 static weir_http_mitm_shnode_t *weir_http_mitm_shared_find(
     weir_http_mitm_shctx_t *sh, weir_str_t *name, in_port_t port,
     const unsigned char *ca, uint32_t hash);
@@ -285,7 +283,7 @@ weir_http_mitm_shared_get(weir_http_mitm_zone_t *zone,
     *error = NULL;
     der = NULL;
     ca = mc->mscf->ca->fingerprint;
-    hash = weir_http_mitm_shared_hash(&mc->name, mc->port, ca);
+    hash = weir_http_mitm_hash(&mc->name, mc->port, ca);
     err.len = 0;
     alpn = 0;
 
@@ -396,7 +394,7 @@ weir_http_mitm_shared_put(weir_http_mitm_zone_t *zone,
     shpool = (weir_slab_pool_t *) zone->shm_zone->shm.addr;
     sh = zone->shm_zone->data;
     ca = e->ca->fingerprint;
-    hash = weir_http_mitm_shared_hash(&e->name, e->port, ca);
+    hash = weir_http_mitm_hash(&e->name, e->port, ca);
 
     len = leaf ? i2d_X509(leaf, NULL) : 0;
     elen = e->error ? weir_strlen(e->error) : 0;
@@ -454,32 +452,6 @@ done:
     counts[2] = sh->evicted;
 
     weir_shmtx_unlock(&shpool->mutex);
-}
-
-
-/* FNV-1a over the name, the port and the CA's fingerprint */
-
-static uint32_t
-weir_http_mitm_shared_hash(weir_str_t *name, in_port_t port,
-    const unsigned char *ca)
-{
-    size_t    i;
-    uint32_t  h;
-
-    h = 2166136261u;
-
-    for (i = 0; i < name->len; i++) {
-        h = (h ^ name->data[i]) * 16777619u;
-    }
-
-    h = (h ^ (port & 0xff)) * 16777619u;
-    h = (h ^ (port >> 8)) * 16777619u;
-
-    for (i = 0; i < 32; i++) {
-        h = (h ^ ca[i]) * 16777619u;
-    }
-
-    return h;
 }
 
 
