@@ -43,6 +43,18 @@ def start(weir, dns, server="", http="", forward="on", top=""):
     return port
 
 
+def conf_error(weir, directive, reason):
+    """weir -t refuses an http block with directive (on its line 4) with
+    "[emerg] reason in FILE:4" and exit status 1."""
+    from weirtest import run_weir
+    weir.allow.append(r"\[emerg\]")
+    path = weir.conf("events {\n}\nhttp {\n    %s\n}\n" % directive,
+                     preamble=False, events=False)
+    res = run_weir(["-t", "-c", path], prefix=weir.prefix, env=weir.env())
+    assert res.returncode == 1, res.stderr
+    assert "[emerg] %s in %s:4" % (reason, path) in res.stderr, res.stderr
+
+
 def via_proxy(port, url, args=()):
     cmd = [CURL, "-sS", "--max-time", "20", "-o", "-", "-D", "/dev/stderr",
            "-x", "http://127.0.0.1:%d" % port] + list(args) + [url]
@@ -313,14 +325,7 @@ def test_connect_to_unreachable_origin_is_502(weir, dns, target):
     ("x", "invalid port \"x\""),
 ])
 def test_connect_ports_errors(weir, args, reason):
-    from weirtest import run_weir
-    weir.allow.append(r"\[emerg\]")
-    path = weir.conf("events {\n}\nhttp {\n"
-                     "    forward_proxy_connect_ports %s;\n}\n" % args,
-                     preamble=False, events=False)
-    res = run_weir(["-t", "-c", path], prefix=weir.prefix, env=weir.env())
-    assert res.returncode == 1, res.stderr
-    assert "[emerg] %s in %s:4" % (reason, path) in res.stderr, res.stderr
+    conf_error(weir, "forward_proxy_connect_ports %s;" % args, reason)
 
 
 def test_https_through_connect_sees_the_origin_certificate(weir, dns, pki):
@@ -402,15 +407,8 @@ def test_a_request_to_weir_itself_is_refused(weir, dns):
 
 
 def test_forward_deny_errors(weir):
-    from weirtest import run_weir
-    weir.allow.append(r"\[emerg\]")
-    path = weir.conf("events {\n}\nhttp {\n"
-                     "    forward_proxy_deny 10.0.0.0/33;\n}\n",
-                     preamble=False, events=False)
-    res = run_weir(["-t", "-c", path], prefix=weir.prefix, env=weir.env())
-    assert res.returncode == 1, res.stderr
-    assert "[emerg] invalid address \"10.0.0.0/33\" in %s:4" % path \
-        in res.stderr, res.stderr
+    conf_error(weir, "forward_proxy_deny 10.0.0.0/33;",
+               'invalid address "10.0.0.0/33"')
 
 
 # ---- https:// origins: verified by default in a forward proxy
@@ -588,11 +586,4 @@ def test_named_peers_keepalive(weir, make_origin, dns, directive, accepted):
     ("8 timeout=soon", 'invalid parameter "timeout=soon"'),
     ("8 other=1", 'invalid parameter "other=1"')])
 def test_named_peers_keepalive_errors(weir, args, reason):
-    from weirtest import run_weir
-    weir.allow.append(r"\[emerg\]")
-    path = weir.conf("events {\n}\nhttp {\n"
-                     "    named_peers_keepalive %s;\n}\n" % args,
-                     preamble=False, events=False)
-    res = run_weir(["-t", "-c", path], prefix=weir.prefix, env=weir.env())
-    assert res.returncode == 1, res.stderr
-    assert "[emerg] %s in %s:4" % (reason, path) in res.stderr, res.stderr
+    conf_error(weir, "named_peers_keepalive %s;" % args, reason)

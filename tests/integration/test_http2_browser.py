@@ -227,6 +227,30 @@ def kill_group(pgid):
              what="chromium's processes to exit")
 
 
+def transport_event(kind, params, weir):
+    """One net log event of the transport: True for a TCP connection made
+    to weir ("127.0.0.1:PORT"), a problem's text for a TCP connection
+    elsewhere, a UDP datagram or a name lookup (the resolver rules answer
+    every name before any lookup: a lookup means a name escaped them),
+    "" for a transport event that is neither, None for any other
+    event."""
+    if kind in ("TCP_CONNECT_ATTEMPT", "TCP_CONNECT"):
+        addr = params.get("address", params.get("remote_address"))
+        if addr is None:
+            return ""
+        if addr != weir:
+            return "TCP connection to %s" % addr
+        return kind == "TCP_CONNECT" or ""
+    if kind == "UDP_BYTES_SENT":
+        return "UDP datagram sent (%s)" % params
+    if (kind.startswith("HOST_RESOLVER_MANAGER_JOB")
+            or kind.startswith("HOST_RESOLVER_SYSTEM_TASK")
+            or kind.startswith("HOST_RESOLVER_DNS_TASK")
+            or kind.startswith("DNS_TRANSACTION")):
+        return "name lookup (%s)" % kind
+    return None
+
+
 def foreign_traffic(netlog, port):
     """What Chromium's net log shows leaving for anywhere but weir: a
     TCP connection to another address, any UDP datagram (neither QUIC
@@ -246,23 +270,12 @@ def foreign_traffic(netlog, port):
     urls = {}
     errors = {}
     for kind, source, sid, phase, params in netlog_events(netlog):
-        if kind in ("TCP_CONNECT_ATTEMPT", "TCP_CONNECT"):
-            addr = params.get("address", params.get("remote_address"))
-            if addr is None:
-                continue
-            if addr != weir:
-                bad.append("TCP connection to %s" % addr)
-            elif kind == "TCP_CONNECT":
+        seen = transport_event(kind, params, weir)
+        if seen is not None:
+            if seen is True:
                 to_weir += 1
-        elif kind == "UDP_BYTES_SENT":
-            bad.append("UDP datagram sent (%s)" % params)
-        elif (kind.startswith("HOST_RESOLVER_MANAGER_JOB")
-              or kind.startswith("HOST_RESOLVER_SYSTEM_TASK")
-              or kind.startswith("HOST_RESOLVER_DNS_TASK")
-              or kind.startswith("DNS_TRANSACTION")):
-            # the resolver rules answer every name before any lookup: a
-            # lookup means a name escaped them
-            bad.append("name lookup (%s)" % kind)
+            elif seen:
+                bad.append(seen)
         elif kind == "REQUEST_ALIVE" and source == "URL_REQUEST":
             if "url" in params:
                 urls[sid] = params["url"]

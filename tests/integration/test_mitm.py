@@ -38,6 +38,7 @@ import pytest
 
 import tlspki
 from h2origin import H2Origin
+from test_forward_proxy import connect_head
 from weirtest import DEADLINE, EARLY, wait_for
 from wsorigin import OP_TEXT, WsClient, WsOrigin
 
@@ -247,18 +248,6 @@ def tiny_body(origin_speaks_h2):
 
 
 # ---------------------------------------------------------------- sockets
-
-def connect_head(s, limit=4096):
-    """(the proxy's answer head, the bytes read after it)."""
-    data = b""
-    while b"\r\n\r\n" not in data and len(data) < limit:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    return head.decode("latin1"), rest
-
 
 def open_tunnel(port, host, oport):
     """A socket to the proxy on which CONNECT host:oport got its 200."""

@@ -31,7 +31,7 @@ import pytest
 from h2origin import Conn, H1Conn, H2Origin
 from test_http2_browser import (CHROMIUM, ERR_ABORTED,
                                 ERR_NAME_NOT_RESOLVED, netlog_events, png,
-                                run_chromium, spki_sha256)
+                                run_chromium, spki_sha256, transport_event)
 from test_mitm import add_names, mitm_ca, start
 from weirtest import DEADLINE
 
@@ -201,21 +201,12 @@ def netlog_summary(netlog, proxy_port, prefixes):
     statuses = {}
     h2_sessions = {}
     for kind, source, sid, phase, params in netlog_events(netlog):
-        if kind in ("TCP_CONNECT_ATTEMPT", "TCP_CONNECT"):
-            addr = params.get("address", params.get("remote_address"))
-            if addr is None:
-                continue
-            if addr != weir:
-                bad.append("TCP connection to %s" % addr)
-            elif kind == "TCP_CONNECT":
+        seen = transport_event(kind, params, weir)
+        if seen is not None:
+            if seen is True:
                 to_weir += 1
-        elif kind == "UDP_BYTES_SENT":
-            bad.append("UDP datagram sent (%s)" % params)
-        elif (kind.startswith("HOST_RESOLVER_MANAGER_JOB")
-              or kind.startswith("HOST_RESOLVER_SYSTEM_TASK")
-              or kind.startswith("HOST_RESOLVER_DNS_TASK")
-              or kind.startswith("DNS_TRANSACTION")):
-            bad.append("name lookup (%s)" % kind)
+            elif seen:
+                bad.append(seen)
         elif kind == "HTTP2_SESSION" and "host" in params:
             h2_sessions[params["host"]] = str(params.get("proxy"))
         elif (kind == "HTTP_TRANSACTION_READ_RESPONSE_HEADERS"
