@@ -1,7 +1,9 @@
 """A DNS server on loopback for the resolver tests (Debian python3-dnslib).
 
 DNSServer listens on 127.0.0.1 (UDP, a free port) and answers from its
-`records`: name -> list of (type, address, ttl), type "A" or "AAAA".
+`records`: name -> list of (type, address, ttl), type "A" or "AAAA";
+a name "*.w.test" answers for every name under w.test that has no
+records of its own.
 A name it does not know gets NXDOMAIN; a name in `servfail` gets
 SERVFAIL; a name in `drop` gets no answer at all (a timeout for the
 client); a name in `delay` (name -> seconds) is answered that much
@@ -90,12 +92,15 @@ class DNSServer:
         if name in self.drop:
             return
         reply = q.reply()
+        records = self.records.get(name)
+        if records is None and "." in name:
+            records = self.records.get("*." + name.split(".", 1)[1])
         if name in self.servfail:
             reply.header.rcode = RCODE.SERVFAIL
-        elif name not in self.records:
+        elif records is None:
             reply.header.rcode = RCODE.NXDOMAIN
         else:
-            for t, addr, ttl in self.records[name]:
+            for t, addr, ttl in records:
                 if t != qtype:
                     continue
                 rdata = A(addr) if t == "A" else AAAA(addr)

@@ -1249,6 +1249,39 @@ def test_client_proxy_connect_mitm_h2(weir, dns, pki, tls_origin):
     assert len(set(l.split()[0] for l in lines)) == 2, lines
 
 
+def test_client_proxy_new_host(weir, dns, pki):
+    """--new-host: every connection's CONNECT, SNI and verified name is
+    a host never named before, one label under the URL's (a wildcard
+    DNS name and a wildcard origin leaf serve them all): 12 requests,
+    --new-conn, 12 distinct intercepted CONNECTs in weir's log, each
+    leaf verified for its own name. Without --proxy: a usage error."""
+    if not have_openssl_build():
+        pytest.skip("weir was configured without OpenSSL")
+    leaf = pki.leaf("*.nh.test", "nh.test")
+    o = Origin(tls=(leaf.chain, leaf.key))
+    try:
+        dns.add("*.nh.test", ("A", "127.0.0.1", 60))
+        ca = mitm_of(weir, pki)
+        port = proxy_weir(weir, dns, [o.ports[1]], mitm=ca)
+        row = probe("--new-conn", "--new-host", "-n", 12, "-d", 10,
+                    "--proxy", "127.0.0.1:%d" % port, "--cacert", ca[0],
+                    "-u", "https://nh.test:%d/tiny" % o.ports[1])
+        assert_clean(row)
+        assert row["requests"] == 12, row
+        lines = log_lines(weir, r' intercepted HTTP/1\.1 "CONNECT '
+                          r'n\d+-\d+-\d+\.nh\.test:%d HTTP/1\.1" 200$'
+                          % o.ports[1], 12)
+        hosts = set(l.split('"')[1].split()[1] for l in lines)
+        assert len(lines) == 12 and len(hosts) == 12, lines
+    finally:
+        o.stop()
+    r = subprocess.run([PROBE, "--new-host", "-n", "1", "-u",
+                        "https://nh.test:1/"], capture_output=True,
+                       timeout=DEADLINE)
+    assert r.returncode == 2 and b"--new-host needs --proxy" in r.stderr, \
+        r.stderr
+
+
 def test_client_proxy_connect_refused(weir, dns):
     """A CONNECT weir refuses (the port is not in
     forward_proxy_connect_ports: 403) is a connect error, over HTTP/1.1

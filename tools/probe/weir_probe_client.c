@@ -34,6 +34,7 @@ static int probe_parse_url(probe_client_conf_t *cf, const char *text,
 static int probe_resolve(const char *what, const char *host,
     const char *port, struct sockaddr_storage *ss, socklen_t *len);
 static int probe_parse_proxy(probe_client_conf_t *cf, const char *text);
+static int probe_new_host(probe_conn_t *c);
 static int probe_build_request(probe_client_conf_t *cf, probe_url_t *u);
 static int probe_build_ws(probe_client_conf_t *cf, probe_url_t *u);
 static void probe_pause(probe_conn_t *c);
@@ -352,6 +353,8 @@ probe_client_main(int argc, char **argv)
         }
 
         free(conns[i].buf);
+        free(conns[i].vname);
+        free(conns[i].vconnect);
     }
 
     free(conns);
@@ -395,7 +398,10 @@ probe_client_usage(void)
 "                  CONNECT tunnel (one per connection), http:// URLs as\n"
 "                  absolute-form requests\n"
 "  --cacert FILE   verify TLS certificates against the CAs in FILE (PEM)\n"
-"                  and the URL's host (default: no verification)\n");
+"                  and the URL's host (default: no verification)\n"
+"  --new-host      through --proxy, each connection's CONNECT (and SNI)\n"
+"                  names a host not named before: nSEQ-TIME-PID.HOST\n"
+"                  (a wildcard DNS name makes them all one origin)\n");
 }
 
 
@@ -438,6 +444,7 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
         { "h2",         no_argument, NULL, 'Z' },
         { "proxy",      required_argument, NULL, 'Y' },
         { "cacert",     required_argument, NULL, 'K' },
+        { "new-host",   no_argument, NULL, 'V' },
         { "help",       no_argument, NULL, 'h' },
         { NULL,         0,           NULL, 0 }
     };
@@ -635,6 +642,10 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
             return PROBE_ERROR;
 #endif
 
+        case 'V':
+            cf->new_host = 1;
+            break;
+
         case 'h':
             probe_client_usage();
             return PROBE_AGAIN;
@@ -675,6 +686,19 @@ probe_client_options(probe_client_conf_t *cf, int argc, char **argv)
             if (!cf->urls[i].tls) {
                 fprintf(stderr, "weir-probe: --h2 through --proxy needs "
                         "https:// URLs (a CONNECT tunnel): %s\n",
+                        cf->urls[i].text);
+                return PROBE_ERROR;
+            }
+        }
+    }
+
+    if (cf->new_host) {
+        for (i = 0; i < cf->nurls; i++) {
+            if (cf->proxy == NULL || !cf->urls[i].tls
+                || cf->urls[i].sni[0] == '\0')
+            {
+                fprintf(stderr, "weir-probe: --new-host needs --proxy and "
+                        "https:// URLs with a host name: %s\n",
                         cf->urls[i].text);
                 return PROBE_ERROR;
             }
@@ -1467,6 +1491,47 @@ probe_close(probe_conn_t *c)
 }
 
 
+/*
+ * --new-host: a name no connection used before, in the URL's domain
+ * (nSEQ-TIME-PID.NAME, one label more: a wildcard name matches it), as
+ * the CONNECT's target, the SNI and the name verified
+ */
+
+static int
+probe_new_host(probe_conn_t *c)
+{
+    int                   n;
+    static time_t         t0;
+    static unsigned long  seq;
+
+    if (t0 == 0) {
+        t0 = time(NULL);
+    }
+
+    if (c->vname == NULL) {
+        c->vname = malloc(sizeof(c->url->name));
+        /* CONNECT NAME:PORT ... Host: NAME:PORT */
+        c->vconnect = malloc(3 * sizeof(c->url->name));
+        if (c->vname == NULL || c->vconnect == NULL) {
+            return PROBE_ERROR;
+        }
+    }
+
+    n = snprintf(c->vname, sizeof(c->url->name), "n%lu-%ld-%ld.%s", ++seq,
+                 (long) t0, (long) getpid(), c->url->name);
+    if (n < 0 || (size_t) n >= sizeof(c->url->name)) {
+        return PROBE_ERROR;
+    }
+
+    c->vconnect_len = (size_t) sprintf((char *) c->vconnect,
+                                       "CONNECT %s:%s HTTP/1.1\r\n"
+                                       "Host: %s:%s\r\n\r\n",
+                                       c->vname, c->url->port, c->vname,
+                                       c->url->port);
+    return PROBE_OK;
+}
+
+
 /* HTTP/1.1 */
 
 int
@@ -1498,6 +1563,10 @@ probe_h1_connect(probe_conn_t *c)
     c->proxy_have = 0;
     c->conn_url = c->url;
     c->io = &probe_plain_io;
+
+    if (probe_conf.new_host && probe_new_host(c) != PROBE_OK) {
+        return PROBE_ERROR;
+    }
 
 #if (WEIR_HAVE_OPENSSL)
     if (c->url->tls) {

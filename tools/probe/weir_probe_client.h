@@ -134,6 +134,11 @@ struct probe_conn_s {
 
     size_t               proxy_sent;     /* of the CONNECT */
     size_t               proxy_have;     /* of its answer, in buf */
+
+    /* --new-host: this connection's own name, and its CONNECT */
+    char                *vname;
+    u_char              *vconnect;
+    size_t               vconnect_len;
 };
 
 
@@ -171,6 +176,7 @@ typedef struct {
     unsigned       post:1;         /* a method with a body */
     unsigned       h2:1;
     unsigned       ws:1;
+    unsigned       new_host:1;     /* a name never seen a connection */
     int            streams;        /* -m: HTTP/2 streams a connection */
     const char    *method;
     size_t         body;

@@ -182,6 +182,7 @@ probe_tls_handshake(probe_conn_t *c)
     int              rc, err;
     SSL             *ssl;
     long             vr;
+    const char      *name;
     struct in6_addr  addr;
 
     ssl = c->ssl;
@@ -200,8 +201,11 @@ probe_tls_handshake(probe_conn_t *c)
 
         SSL_set_connect_state(ssl);
 
+        name = c->vname != NULL ? c->vname : c->url->name;
+
         if (c->url->sni[0] != '\0') {
-            (void) SSL_set_tlsext_host_name(ssl, c->url->sni);
+            (void) SSL_set_tlsext_host_name(ssl, c->vname != NULL
+                                                 ? c->vname : c->url->sni);
         }
 
         if (probe_conf.cacert != NULL) {
@@ -209,14 +213,14 @@ probe_tls_handshake(probe_conn_t *c)
              * the host check: an IP address against the iPAddress
              * names, a name against the DNS names (and the CN)
              */
-            if (inet_pton(AF_INET, c->url->name, &addr) == 1
-                || inet_pton(AF_INET6, c->url->name, &addr) == 1)
+            if (inet_pton(AF_INET, name, &addr) == 1
+                || inet_pton(AF_INET6, name, &addr) == 1)
             {
                 rc = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
-                                                   c->url->name);
+                                                   name);
 
             } else {
-                rc = SSL_set1_host(ssl, c->url->name);
+                rc = SSL_set1_host(ssl, name);
             }
 
             if (rc != 1) {
@@ -354,16 +358,18 @@ probe_proxy_handshake(probe_conn_t *c)
 static int
 probe_proxy_connect(probe_conn_t *c)
 {
-    u_char       *p, *e;
-    size_t        from, take;
+    u_char       *p, *e, *line;
+    size_t        from, take, len;
     ssize_t       n;
     probe_url_t  *u;
 
     u = c->url;
+    line = c->vname != NULL ? c->vconnect : u->connect;
+    len = c->vname != NULL ? c->vconnect_len : u->connect_len;
 
-    while (c->proxy_sent < u->connect_len) {
-        n = send(c->fd, u->connect + c->proxy_sent,
-                 u->connect_len - c->proxy_sent, MSG_NOSIGNAL);
+    while (c->proxy_sent < len) {
+        n = send(c->fd, line + c->proxy_sent, len - c->proxy_sent,
+                 MSG_NOSIGNAL);
 
         if (n == -1) {
             return (errno == EAGAIN || errno == EINTR) ? PROBE_AGAIN
