@@ -89,12 +89,74 @@ def ctx(tls, single=False):
 @pytest.mark.parametrize('tls', (False, True))
 def test_every_peer_configuration_renders(name, tls):
     p = products.make([name], '/bin/true')[0]
-    if not p.proxy:
+    if not p.proxy or 'reverse' not in p.modes:
         return
     text = p.render(ctx(tls))
     assert '{{' not in text and '}}' not in text
     assert '20200' in text and '20201' in text
     assert ('/r/leaf.crt' in text or '/r/p.pem' in text) == tls
+
+
+def mitm_ctx(mode):
+    c = ctx(False)
+    c.update(mode=mode, mitm=mode == 'mitm', ca='/r/ca.crt',
+             mitm_cert='/r/mitm-ca.crt', mitm_key='/r/mitm-ca.key',
+             mitm_confdir='/r/mitmproxy', dns_port=20202)
+    return c
+
+
+def test_forward_proxies_render_the_mitm_and_tunnel_arms():
+    """weir, Squid and mitmproxy as forward proxies: the CONNECT port
+    allowed, decryption with the run's interception CA and the origin
+    verified against the run's CA on mitm arms, neither on tunnel arms;
+    l4 runs the tunnel arm as a plain relay; the reverse-only peers run
+    no forward arm."""
+    weir, squid, mitm, l4, nginx = products.make(
+        ['weir', 'squid', 'mitmproxy', 'l4', 'nginx'], '/bin/true')
+    text = weir.render(mitm_ctx('mitm'))
+    lines = [x.strip() for x in text.splitlines()]
+    for line in ('forward_proxy on;', 'forward_proxy_connect_ports 20201;',
+                 'mitm on;', 'mitm_certificate /r/mitm-ca.crt;',
+                 'mitm_certificate_key /r/mitm-ca.key;',
+                 'proxy_ssl_trusted_certificate /r/ca.crt;',
+                 'resolver 127.0.0.1:20202 ipv6=off valid=3600s;',
+                 'listen 127.0.0.1:20200 backlog=4096;'):
+        assert line in lines, (line, text)
+    text = weir.render(mitm_ctx('tunnel'))
+    assert 'forward_proxy on;' in text and 'mitm on;' not in text, text
+    assert 'proxy_pass' in weir.render(ctx(True))
+
+    text = squid.render(mitm_ctx('mitm'))
+    assert '{{' not in text
+    lines = text.splitlines()
+    assert 'http_port 127.0.0.1:20200 ssl-bump tls-cert=/r/mitm-ca.crt ' \
+        'tls-key=/r/mitm-ca.key generate-host-certificates=on ' \
+        'dynamic_cert_mem_cache_size=64MB' in lines, text
+    assert 'ssl_bump bump all' in lines and \
+        'tls_outgoing_options cafile=/r/ca.crt' in lines
+    assert 'acl origin_port port 20201' in lines
+    text = squid.render(mitm_ctx('tunnel'))
+    assert 'http_port 127.0.0.1:20200' in text.splitlines()
+    assert 'ssl_bump bump all' not in text and 'tls-cert' not in text
+
+    argv = mitm.argv('/r/mitmproxy.txt', mitm_ctx('mitm'))
+    assert '--ignore-hosts' not in argv and 'confdir=/r/mitmproxy' in argv
+    assert 'ssl_verify_upstream_trusted_ca=/r/ca.crt' in argv
+    assert '--ignore-hosts' in mitm.argv('/r/x', mitm_ctx('tunnel'))
+
+    lines = [x.strip() for x in l4.render(mitm_ctx('tunnel')).splitlines()]
+    assert 'mode tcp' in lines and 'server origin 127.0.0.1:20201' in lines
+    # /bin/true: a weir without modules
+    assert 'mitm module' in weir.supports(arms.MITM_H1)
+    for arm in (arms.MITM_H1, arms.MITM_H2, arms.MITM_NEWHOST):
+        assert 'n/a' in nginx.supports(arm) and 'n/a' in l4.supports(arm)
+    assert squid.supports(arms.MITM_H1) is None
+    assert 'HTTP/2' in squid.supports(arms.MITM_H2)
+    assert l4.supports(arms.CONNECT_TUNNEL) is None
+    assert not l4.forward(arms.CONNECT_TUNNEL)
+    assert weir.forward(arms.CONNECT_TUNNEL)
+    assert 'n/a' in squid.supports(arms.TWIN_H1)
+    assert weir.supports(arms.TWIN_H1) is None
 
 
 def test_weir_and_nginx_are_configured_alike():
@@ -612,3 +674,37 @@ def test_report_crosscheck_per_arm():
          'met'),
         ('crosscheck H2 TLS: h2load within +-15% of weir-probe', '0.50',
          'missed')]
+
+
+def test_report_twin_goals_compare_two_arms_of_weir():
+    """The MITM goals compare weir on an arm with weir on its twin arm
+    of the same suite, repeat by repeat: a ratio of CPU per request,
+    and the difference in microseconds (new host vs cached host)."""
+    suite = arms.suite('mitm-newhost')
+    rows = []
+    for rep, (twin, cached, new) in enumerate(((100, 150, 500),
+                                               (120, 200, 600),
+                                               (110, 160, 900))):
+        for arm, cpu in (('h1tls-newconn-to-tls', twin),
+                         ('mitm-newconn', cached), ('mitm-newhost', new)):
+            r = row('weir', rep, 8, 1000, cpu)
+            r.update(suite='mitm-newhost', arm=arm)
+            rows.append(r)
+        r = row('squid', rep, 8, 500, 2000)
+        r.update(suite='mitm-newhost', arm='mitm-newhost')
+        rows.append(r)
+    sm = report.Summary([suite], rows, Settings(repeat=3),
+                        {'title': 't', 'date': 'd', 'command': 'c',
+                         'weir': 'w', 'layout': 'l', 'settings': 's'},
+                        [], [])
+    text = sm.build()
+    got = {g[1]: g[2:] for g in sm.goals}
+    # differences 350, 400, 740: the median 400
+    assert got['new host: <= 0.5 ms more proxy CPU than a cached one'] \
+        == ('400 us', 'met'), got
+    # ratios 1.5, 1.67, 1.45: the median 1.5
+    assert got["new tunnel to a cached host: CPU <= 2 x weir's new TLS "
+               "connection"] == ('1.50', 'met'), got
+    assert '| mitm-newhost / mitm-newconn | CPU us/request, difference | ' \
+        '400 us |' in text, text
+    assert '| weir / squid |' in text

@@ -19,7 +19,10 @@ class Arm:
     client_tls: bool = False    # TLS between the client and the proxy
     origin: str = 'h1'          # origin protocol: h1, h2
     origin_tls: bool = False    # TLS between the proxy and the origin
-    mode: str = 'reverse'       # reverse (mitm later)
+    # reverse: a reverse proxy; mitm: a forward proxy that decrypts the
+    # client's CONNECT (weir-probe --proxy --cacert: the interception
+    # CA); tunnel: a forward proxy that relays it untouched
+    mode: str = 'reverse'
     path: str = '/tiny'         # what the client asks for
     method: str = 'GET'
     body: int = 0               # request body bytes (POST)
@@ -28,12 +31,14 @@ class Arm:
     needs: tuple = ()           # weir-probe features the arm needs
     streams: int = 1            # h2: streams in flight per connection
     grpc: bool = False          # gRPC calls: nginx can run it (grpc_pass)
+    new_host: bool = False      # mitm: weir-probe --new-host
 
     @property
     def topology(self):
         side = lambda p, tls: p + ('tls' if tls else '')
-        return '%s->%s' % (side(self.client, self.client_tls),
-                           side(self.origin, self.origin_tls))
+        t = '%s->%s' % (side(self.client, self.client_tls),
+                        side(self.origin, self.origin_tls))
+        return t if self.mode == 'reverse' else '%s %s' % (self.mode, t)
 
     @property
     def label(self):
@@ -44,6 +49,8 @@ class Arm:
             what += ', %d streams per connection' % self.streams
         if self.new_conn:
             what += ', new connection per request'
+        if self.new_host:
+            what += ' to a host not seen before'
         if self.probe_args:
             what += ', ' + ' '.join(self.probe_args)
         return '%s %s' % (self.topology, what)
@@ -54,7 +61,10 @@ class Goal:
     """One goal of the issue, checked where its suite ran.
 
     metric: throughput | cpu | rss (weir / peer, same run, median of
-    per-repeat ratios), bound (weir / bound), idle_cost (weir's
+    per-repeat ratios), twin_throughput | twin_cpu (weir on arm / weir
+    on the arm named by peer, its twin in the same suite), cpu_delta
+    (weir's CPU us/request on arm minus on the peer arm: median of the
+    per-repeat differences), bound (weir / bound), idle_cost (weir's
     throughput with the idle connections / without), idle_rss (weir's
     RSS per idle connection / peer's), instr (weir's instructions per
     request / peer's), crosscheck (tool / weir-probe throughput),
@@ -122,6 +132,30 @@ GRPC_UNARY = _h2('grpc-unary', tls=False, origin='h2',
                  grpc=True,
                  probe_args=('-H', 'content-type: application/grpc',
                              '-H', 'te: trailers'))
+
+
+# Interception (issue 16): weir-probe --proxy to the forward proxy with
+# --cacert the run's interception CA; the origin is the TLS one, verified
+# by the proxy against the run's CA. Each MITM arm has its reverse twin:
+# weir terminating TLS in front of the same TLS origin.
+def _mitm(name, **kw):
+    kw.setdefault('mode', 'mitm')
+    kw.setdefault('needs', ('--proxy', '--cacert'))
+    return Arm(name, client_tls=True, origin_tls=True, **kw)
+
+
+TWIN_H1 = Arm('h1tls-to-h1tls', client_tls=True, origin_tls=True)
+MITM_H1 = _mitm('mitm-h1')
+MITM_H2 = _mitm('mitm-h2', client='h2', origin='h2', streams=H2_STREAMS,
+                needs=('--h2', '--proxy', '--cacert'))
+TWIN_NEWCONN = Arm('h1tls-newconn-to-tls', client_tls=True, origin_tls=True,
+                   new_conn=True)
+MITM_NEWCONN = _mitm('mitm-newconn', new_conn=True)
+MITM_NEWHOST = _mitm('mitm-newhost', new_conn=True, new_host=True,
+                     needs=('--proxy', '--cacert', '--new-host'))
+CONNECT_TUNNEL = _mitm('connect-tunnel', mode='tunnel')
+MITM_OPTIONS = {'origin_tls': True, 'dns': True}
+MITM_PRODUCTS = ('weir', 'squid', 'mitmproxy')
 
 
 def _ge_nginx(arm, what):
@@ -282,6 +316,57 @@ SUITES = (
                    'h2tls-to-h2tls-256k', 'throughput', '>=', 1.0,
                    peer='haproxy'),
           )),
+    Suite('mitm', 'ramp', (TWIN_H1, MITM_H1),
+          'interception, HTTP/1.1: CONNECT once per connection, then '
+          'keep-alive tiny GETs decrypted, the origin over TLS and '
+          'verified; weir\'s reverse twin (TLS terminated in front of the '
+          'same TLS origin) beside it; 32 connections',
+          products=MITM_PRODUCTS, concurrency=(32,), options=MITM_OPTIONS,
+          goals=(
+              Goal('MITM H1: weir >= 0.9 x its reverse twin', 'mitm-h1',
+                   'twin_throughput', '>=', 0.9, peer='h1tls-to-h1tls'),
+              Goal('MITM H1: CPU/request <= 0.33 x Squid ssl_bump',
+                   'mitm-h1', 'cpu', '<=', 0.33, peer='squid'),
+              Goal('MITM H1: CPU/request <= 0.02 x mitmproxy', 'mitm-h1',
+                   'cpu', '<=', 0.02, peer='mitmproxy'),
+          )),
+    Suite('mitm-h2', 'ramp', (H2TLS_TO_H2TLS, MITM_H2),
+          'interception, HTTP/2 on both legs (ALPN h2 mirrored to the '
+          'origin): 16 connections x 8 streams; weir\'s reverse twin '
+          'h2tls-to-h2tls beside it',
+          products=MITM_PRODUCTS, concurrency=(16,), options=MITM_OPTIONS,
+          goals=(
+              Goal('MITM H2: weir >= 0.9 x its reverse twin', 'mitm-h2',
+                   'twin_throughput', '>=', 0.9, peer='h2tls-to-h2tls'),
+              Goal('MITM H2: CPU/request <= 0.02 x mitmproxy', 'mitm-h2',
+                   'cpu', '<=', 0.02, peer='mitmproxy'),
+          )),
+    Suite('mitm-newhost', 'ramp',
+          (TWIN_NEWCONN, MITM_NEWCONN, MITM_NEWHOST),
+          'interception, a new tunnel per request: to one host (its leaf '
+          'cached) and to a host not seen before every time (weir-probe '
+          '--new-host, names under bench.test from the run\'s DNS '
+          'server: the minting rate); weir\'s own new TLS connection per '
+          'request to the same TLS origin beside them; 8 connections',
+          products=MITM_PRODUCTS, concurrency=(8,), options=MITM_OPTIONS,
+          goals=(
+              Goal('new host: <= 0.5 ms more proxy CPU than a cached one',
+                   'mitm-newhost', 'cpu_delta', '<=', 500.0,
+                   peer='mitm-newconn'),
+              Goal('new tunnel to a cached host: CPU <= 2 x weir\'s new TLS '
+                   'connection', 'mitm-newconn', 'twin_cpu', '<=', 2.0,
+                   peer='h1tls-newconn-to-tls'),
+          )),
+    Suite('connect-tunnel', 'ramp', (CONNECT_TUNNEL,),
+          'CONNECT without decryption: one tunnel per connection, then '
+          'keep-alive tiny GETs over TLS end to end (the client verifies '
+          'the origin); the l4 ceiling (HAProxy mode tcp) relays the same '
+          'TLS bytes without a CONNECT; 32 connections',
+          products=('weir', 'l4', 'squid', 'mitmproxy'), concurrency=(32,),
+          options=MITM_OPTIONS,
+          goals=(Goal('CONNECT tunnel: weir >= 1.0 x HAProxy TCP (l4)',
+                      'connect-tunnel', 'throughput', '>=', 1.0,
+                      peer='l4'),)),
     Suite('instr', 'instr', (TINY, TLS_TINY, H2TLS_TINY, H1_TO_H2C,
                              H2C_TO_H2C),
           'instructions per request under valgrind --tool=callgrind, '

@@ -184,15 +184,19 @@ def free_port():
     return port
 
 
-def http_get(port, path, tls=False, timeout=2.0):
-    """One GET to 127.0.0.1:port; returns (status, body)."""
-    if tls:
+def http_get(port, path, tls=False, timeout=2.0, via=None):
+    """One GET to 127.0.0.1:port; returns (status, body). via: (host,
+    port) of the TLS origin that port, a forward proxy, is asked to
+    CONNECT to (the GET goes over TLS inside the tunnel)."""
+    if tls or via:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         ctx.set_alpn_protocols(['http/1.1'])
         conn = http.client.HTTPSConnection('127.0.0.1', port,
                                            timeout=timeout, context=ctx)
+        if via:
+            conn.set_tunnel(*via)
     else:
         conn = http.client.HTTPConnection('127.0.0.1', port,
                                           timeout=timeout)
@@ -204,10 +208,11 @@ def http_get(port, path, tls=False, timeout=2.0):
         conn.close()
 
 
-def wait_ready(proc, port, path, tls, timeout, h2c=False):
+def wait_ready(proc, port, path, tls, timeout, h2c=False, via=None):
     """Polls until a GET of path through port answers 200 (connect plus
     one request; h2c: HTTP/2 with prior knowledge, for listeners that
-    speak nothing else), or raises ProcError."""
+    speak nothing else; via: through a CONNECT to that (host, port)), or
+    raises ProcError."""
     end = time.monotonic() + timeout
     last = 'no attempt'
     while time.monotonic() < end:
@@ -219,7 +224,7 @@ def wait_ready(proc, port, path, tls, timeout, h2c=False):
             if h2c:
                 status = h2cmod.get(port, path)
             else:
-                status, _ = http_get(port, path, tls)
+                status, _ = http_get(port, path, tls, via=via)
             if status == 200:
                 return
             last = 'status %s' % status

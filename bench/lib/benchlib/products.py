@@ -1,4 +1,5 @@
-"""Who is measured: weir, the peers (nginx, HAProxy, Caddy), and the two
+"""Who is measured: weir, the peers (nginx, HAProxy, Caddy; for the
+MITM arms Squid with ssl_bump and mitmproxy's mitmdump), and the two
 ceilings (direct: the client straight to the origin; l4: HAProxy in TCP
 mode). A product renders its configuration from bench/peers/ and says
 how it is started, stopped and run single-process under callgrind.
@@ -9,7 +10,10 @@ lists in arms.py where it applies).
 """
 
 import os
+import pwd
+import shutil
 import signal
+import subprocess
 
 from . import probe as probemod
 from . import procs
@@ -48,17 +52,35 @@ class Product:
 
     # speaks HTTP/2 to origins (the issue 15 arms)
     origin_h2 = False
+    # HTTP/1.1 over TLS to origins (the MITM suites' reverse twins)
+    origin_tls_h1 = False
+    # the arm modes it runs: reverse (a reverse proxy), mitm (a forward
+    # proxy decrypting CONNECT), tunnel (CONNECT relayed)
+    modes = ('reverse',)
 
     def supports(self, arm):
         """None when the product can run the arm, else why not."""
+        if arm.mode not in self.modes:
+            return 'n/a: %s runs no %s arm' % (self.name, arm.mode)
+        if arm.mode != 'reverse':
+            return None
         if arm.client not in ('h1', 'h2') or arm.origin not in ('h1', 'h2') \
-                or (arm.origin_tls and arm.origin != 'h2'):
+                or (arm.origin_tls and arm.origin != 'h2'
+                    and not self.origin_tls_h1):
             return 'not yet: %s' % arm.topology
         if arm.origin == 'h2' and not self.origin_h2:
             return 'n/a: %s speaks no HTTP/2 to origins' % self.name
-        if arm.mode != 'reverse':
-            return 'not yet: mode %s' % arm.mode
         return None
+
+    def forward(self, arm):
+        """True when the client talks to the product as to a forward
+        proxy (--proxy): the MITM and tunnel arms, but for the l4
+        ceiling, which the client reaches as the origin itself."""
+        return arm.mode != 'reverse'
+
+    def prepare(self, rundir, ctx):
+        """Anything the product needs in its run folder before it
+        starts."""
 
     def values(self, ctx):
         """The template's values: ctx (port, origin_port, tls, h2 (the
@@ -66,8 +88,11 @@ class Product:
         rundir, single) plus our own."""
         return dict(ctx)
 
+    def template_for(self, ctx):
+        return self.template
+
     def render(self, ctx):
-        with open(os.path.join(PEERS_DIR, self.template)) as f:
+        with open(os.path.join(PEERS_DIR, self.template_for(ctx))) as f:
             return template.render(f.read(), self.values(ctx))
 
     def argv(self, conf, ctx):
@@ -90,9 +115,16 @@ class Product:
 class Weir(Product):
     name = 'weir'
     origin_h2 = True
+    origin_tls_h1 = True
+    modes = ('reverse', 'mitm', 'tunnel')
     template = 'weir.conf'
     conf_name = 'weir.conf'
     reload_signal = signal.SIGHUP
+
+    def template_for(self, ctx):
+        # the MITM and tunnel arms: a forward proxy
+        return 'weir.conf' if ctx.get('mode', 'reverse') == 'reverse' \
+            else 'weir-forward.conf'
 
     def __init__(self, binary):
         self.binary = os.path.abspath(binary)
@@ -113,6 +145,9 @@ class Weir(Product):
         if why is None and arm.client == 'h2' and \
                 'weir_http_v2_module' not in self.modules():
             why = 'n/a: this weir is built without the HTTP/2 module'
+        if why is None and arm.mode == 'mitm' and \
+                'weir_http_mitm_module' not in self.modules():
+            why = 'n/a: this weir is built without the mitm module'
         return why
 
     def argv(self, conf, ctx):
@@ -163,6 +198,7 @@ class Nginx(Product):
 class HAProxy(Product):
     name = 'haproxy'
     origin_h2 = True
+    origin_tls_h1 = True
     binary = 'haproxy'
     template = 'haproxy.cfg'
     conf_name = 'haproxy.cfg'
@@ -203,6 +239,12 @@ class HAProxyL4(HAProxy):
     name = 'l4'
     l4 = True
     origin_h2 = False
+    origin_tls_h1 = False
+    # connect-tunnel: the client's TLS relayed to the origin, no CONNECT
+    modes = ('reverse', 'tunnel')
+
+    def forward(self, arm):
+        return False
 
 
 class Caddy(Product):
@@ -236,6 +278,7 @@ class Direct(Product):
         return None
 
     origin_h2 = True
+    origin_tls_h1 = True
 
     def supports(self, arm):
         # the probe origin speaks h2c too: direct runs the h2c arms
@@ -246,14 +289,93 @@ class Direct(Product):
         return Product.supports(self, arm)
 
 
-PRODUCT_NAMES = ('weir', 'nginx', 'haproxy', 'caddy', 'direct', 'l4')
+class Squid(Product):
+    """Debian's squid-openssl: ssl_bump for the MITM arms (HTTP/1.1
+    only: Squid 5 speaks no HTTP/2), CONNECT spliced for the tunnel."""
+    name = 'squid'
+    binary = 'squid'
+    template = 'squid.conf'
+    conf_name = 'squid.conf'
+    modes = ('mitm', 'tunnel')
+    error_log = 'cache.log'
+    certgen = '/usr/lib/squid/security_file_certgen'
+
+    def supports(self, arm):
+        why = Product.supports(self, arm)
+        if why is None and arm.client != 'h1':
+            why = 'n/a: Squid 5 speaks no HTTP/2'
+        return why
+
+    def values(self, ctx):
+        v = dict(ctx)
+        v['mitm_cert'] = os.path.join(ctx['rundir'], 'mitm-ca.crt')
+        v['mitm_key'] = os.path.join(ctx['rundir'], 'mitm-ca.key')
+        return v
+
+    def prepare(self, rundir, ctx):
+        """Its copy of the interception CA, the certificate database of
+        security_file_certgen, the folder owned by the proxy user (Squid
+        started as root runs as it)."""
+        for k in ('mitm_cert', 'mitm_key'):
+            shutil.copyfile(ctx[k], os.path.join(rundir,
+                                                 os.path.basename(ctx[k])))
+        db = os.path.join(rundir, 'ssl_db')
+        if os.path.exists(db):
+            shutil.rmtree(db)
+        subprocess.run([self.certgen, '-c', '-s', db, '-M', '64MB'],
+                       capture_output=True, check=False)
+        if os.geteuid() == 0:
+            try:
+                pw = pwd.getpwnam('proxy')
+            except KeyError:
+                return
+            for d, _, files in os.walk(rundir):
+                os.chown(d, pw.pw_uid, pw.pw_gid)
+                for f in files:
+                    os.chown(os.path.join(d, f), pw.pw_uid, pw.pw_gid)
+
+    def argv(self, conf, ctx):
+        return [self.path(), '-N', '-f', conf]
+
+
+class Mitmproxy(Product):
+    """mitmproxy's mitmdump (Debian 8.1): decrypting with the run's
+    interception CA (its confdir), the origin verified against the
+    run's CA; the tunnel arm with every host ignored (relayed)."""
+    name = 'mitmproxy'
+    binary = 'mitmdump'
+    modes = ('mitm', 'tunnel')
+    stop_signals = (signal.SIGINT, signal.SIGTERM)
+    error_log = 'mitmproxy.err'
+
+    def render(self, ctx):
+        return '# mitmdump takes its settings on the command line\n'
+
+    conf_name = 'mitmproxy.txt'
+
+    def argv(self, conf, ctx):
+        argv = [self.path(), '-q', '--listen-host', '127.0.0.1',
+                '-p', str(ctx['port']),
+                '--set', 'confdir=%s' % ctx['mitm_confdir'],
+                '--set', 'ssl_verify_upstream_trusted_ca=%s' % ctx['ca'],
+                '-s', os.path.join(PEERS_DIR, 'mitmproxy-addon.py')]
+        if ctx['mode'] == 'tunnel':
+            argv += ['--ignore-hosts', '.*']
+        return argv
+
+    def env(self, ctx):
+        return {'HOME': ctx['rundir']}
+
+
+PRODUCT_NAMES = ('weir', 'nginx', 'haproxy', 'caddy', 'direct', 'l4',
+                 'squid', 'mitmproxy')
 
 
 def make(names, weir_binary):
     """Product objects for the names, in the order given."""
     table = {'weir': lambda: Weir(weir_binary), 'nginx': Nginx,
              'haproxy': HAProxy, 'caddy': Caddy, 'direct': Direct,
-             'l4': HAProxyL4}
+             'l4': HAProxyL4, 'squid': Squid, 'mitmproxy': Mitmproxy}
     out = []
     for n in names:
         if n not in table:

@@ -8,7 +8,10 @@ import os
 from . import stats
 from .runner import COLUMNS
 
-PEERS = ('nginx', 'haproxy', 'caddy', 'l4', 'direct')
+# goals comparing two arms of weir (arms.Goal)
+TWIN_METRICS = ('twin_throughput', 'twin_cpu', 'cpu_delta')
+
+PEERS = ('nginx', 'haproxy', 'caddy', 'squid', 'mitmproxy', 'l4', 'direct')
 
 
 def write_csv(path, rows):
@@ -250,11 +253,13 @@ class Summary:
     # ----- per kind
 
     def ramp(self, suite):
+        by_arm = {}
         for arm in suite.arms:
             rows = self.rows_of(suite, arm)
             if not rows:
                 continue
             ref, figs = ramp_figures(rows, suite.p99_ms or self.s.p99_ms)
+            by_arm[arm.name] = figs
             self.w('### %s: %s' % (arm.name, arm.label))
             self.w()
             self.w('Steps: %s connections; CPU, RSS and probe CPU at '
@@ -300,7 +305,7 @@ class Summary:
                             fmt(ratio_of(figs, 'hwm', b=peer), '%.2f')))
                 self.w()
             for g in suite.goals:
-                if g.arm != arm.name:
+                if g.arm != arm.name or g.metric in TWIN_METRICS:
                     continue
                 if g.metric == 'bound':
                     self.goal(suite, g, stats.ratio(
@@ -309,6 +314,40 @@ class Summary:
                     key = {'throughput': 'sustainable', 'cpu': 'cpu',
                            'rss': 'hwm'}[g.metric]
                     self.goal(suite, g, ratio_of(figs, key, b=g.peer))
+        self.twin_goals(suite, by_arm)
+
+    def twin_goals(self, suite, by_arm):
+        """The goals that compare weir on one arm with weir on another
+        (its twin) of the same suite, repeat by repeat."""
+        lines = []
+        for g in suite.goals:
+            if g.metric not in TWIN_METRICS:
+                continue
+            a = by_arm.get(g.arm, {}).get('weir', {})
+            b = by_arm.get(g.peer, {}).get('weir', {})
+            key = 'sustainable' if g.metric == 'twin_throughput' else 'cpu'
+            if g.metric == 'cpu_delta':
+                value = stats.median(
+                    a[r]['cpu'] - b[r]['cpu'] for r in a
+                    if r in b and None not in (a[r]['cpu'], b[r]['cpu']))
+                spec = '%.0f us'
+            else:
+                value = stats.ratio_median(
+                    {r: f[key] for r, f in a.items()},
+                    {r: f[key] for r, f in b.items()})
+                spec = '%.2f'
+            lines.append('| %s / %s | %s | %s |' % (
+                g.arm, g.peer, {'twin_throughput': 'sustainable req/s',
+                                'twin_cpu': 'CPU/request',
+                                'cpu_delta': 'CPU us/request, difference'}[
+                                    g.metric], fmt(value, spec)))
+            self.goal(suite, g, value, spec)
+        if lines:
+            self.w('| weir, arm / arm | figure | value |')
+            self.w('| --- | --- | --- |')
+            for line in lines:
+                self.w(line)
+            self.w()
 
     def idle(self, suite):
         rows = self.rows_of(suite)

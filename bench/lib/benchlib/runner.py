@@ -8,10 +8,12 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 from . import procs
 from . import stats
+from . import tlsgen
 from .probe import Probe, origin_stats, parse_csv, parse_h2load, parse_wrk
 from .probe import probe_cpu_pct, which
 
@@ -57,18 +59,31 @@ class Settings:
 
 class Running:
     """A product up and serving: its process (None for direct), its port
-    and its run folder."""
+    and its run folder; proxy: (origin port, CA to trust) when the
+    client reaches it as a forward proxy (the MITM and tunnel arms)."""
 
-    def __init__(self, product, proc, port, rundir, tls):
+    def __init__(self, product, proc, port, rundir, tls, proxy=None):
         self.product = product
         self.proc = proc
         self.port = port
         self.rundir = rundir
         self.tls = tls
+        self.proxy = proxy
 
-    def url(self, path):
+    def url(self, path, host='127.0.0.1'):
+        if self.proxy:
+            # the origin's URL, through the proxy
+            return 'https://%s:%d%s' % (host, self.proxy[0], path)
         return '%s://127.0.0.1:%d%s' % ('https' if self.tls else 'http',
                                         self.port, path)
+
+    def client_args(self, arm):
+        """weir-probe's options for the way the client reaches it."""
+        if self.proxy:
+            return ['--proxy', '127.0.0.1:%d' % self.port,
+                    '--cacert', self.proxy[1]] + \
+                (['--new-host'] if arm.new_host else [])
+        return []
 
 
 class Runner:
@@ -87,6 +102,7 @@ class Runner:
         self.notes = []           # (suite, text): shown in the summary
         self.failures = []        # (suite, text): make the run fail
         self.seq = 0
+        self.dns_port = 0         # the run's DNS server (MITM suites)
 
     # ----- helpers
 
@@ -158,11 +174,21 @@ class Runner:
         (with workers workers, default --workers; reload: the way it can
         be reloaded, e.g. HAProxy's master-worker mode); returns Running.
         Raises procs.ProcError when it does not serve."""
-        tls = arm.client_tls
+        forward = product.forward(arm)
+        # the listener's TLS: a forward proxy's is plain (TLS goes
+        # through its CONNECT), as is l4's on the tunnel arm (it relays
+        # the client's TLS)
+        tls = arm.client_tls and arm.mode == 'reverse'
         if not product.proxy:
             return Running(product, None, origin_port, rundir, tls)
         port = procs.free_port()
         ctx = {'port': port, 'origin_port': origin_port, 'tls': tls,
+               'mode': arm.mode, 'mitm': arm.mode == 'mitm',
+               'ca': self.tls_paths['ca'],
+               'mitm_cert': self.tls_paths.get('mitm_cert', ''),
+               'mitm_key': self.tls_paths.get('mitm_key', ''),
+               'mitm_confdir': self.tls_paths.get('mitm_confdir', ''),
+               'dns_port': self.dns_port,
                'cert': self.tls_paths['cert'], 'key': self.tls_paths['key'],
                'pem': self.tls_paths['pem'],
                'workers': 1 if single else (workers or self.s.workers),
@@ -173,18 +199,32 @@ class Runner:
         conf = os.path.join(rundir, product.conf_name)
         with open(conf, 'w') as f:
             f.write(product.render(ctx))
+        product.prepare(rundir, ctx)
         argv = list(wrapper) + product.argv(conf, ctx)
         proc = procs.Proc(product.name, argv, rundir, env=product.env(ctx),
                           cwd=rundir)
         try:
-            # h2c arms: nginx 1.22 and HAProxy (proto h2) speak only
-            # HTTP/2 there; TLS arms are checked over ALPN http/1.1
-            procs.wait_ready(proc, port, '/tiny', tls, ready_timeout,
-                             h2c=arm.client == 'h2' and not tls)
+            if forward:
+                # a CONNECT to the origin, then TLS and GET /tiny
+                procs.wait_ready(proc, port, '/tiny', False, ready_timeout,
+                                 via=(tlsgen.BENCH_DOMAIN, origin_port))
+            else:
+                # h2c arms: nginx 1.22 and HAProxy (proto h2) speak only
+                # HTTP/2 there; TLS arms are checked over ALPN http/1.1
+                procs.wait_ready(proc, port, '/tiny',
+                                 tls or arm.mode == 'tunnel', ready_timeout,
+                                 h2c=arm.client == 'h2' and not tls)
         except procs.ProcError:
             proc.stop(product.stop_signals, grace=2.0)
             raise
-        return Running(product, proc, port, rundir, tls)
+        proxy = None
+        if forward:
+            proxy = (origin_port, self.tls_paths['mitm_cert']
+                     if arm.mode == 'mitm' else self.tls_paths['ca'])
+        elif arm.mode == 'tunnel':
+            # l4 relays the client's TLS to the origin: verified there
+            tls = True
+        return Running(product, proc, port, rundir, tls, proxy)
 
     def stop(self, running, signals=None, grace=5.0):
         if running and running.proc:
@@ -203,9 +243,16 @@ class Runner:
 
     def client_argv(self, arm, running, conns, duration, warmup=0,
                     requests=None):
+        extra = list(arm.probe_args) + running.client_args(arm)
+        if arm.mode == 'tunnel' and not running.proxy:
+            extra += ['--cacert', self.tls_paths['ca']]
+        # through a forward proxy, the origin by name (the run's DNS
+        # server): Squid 5 matches no IP literal against an origin's
+        # iPAddress names; --new-host names one label under it
+        host = tlsgen.BENCH_DOMAIN if running.proxy else '127.0.0.1'
         return self.probe.client_argv(
-            [running.url(arm.path)], conns, duration, warmup, requests,
-            arm.method, arm.body, arm.new_conn, arm.probe_args,
+            [running.url(arm.path, host)], conns, duration, warmup,
+            requests, arm.method, arm.body, arm.new_conn, extra,
             h2=arm.client == 'h2', streams=arm.streams)
 
     # ----- one measurement
@@ -309,9 +356,42 @@ class Runner:
                           % (arm.name, p.name, e))
         return running
 
+    def start_dns(self, suite):
+        """The run's DNS server (benchlib/dnsd.py) on CPU 0: on port 53
+        when it is free (Squid asks no other port), else on a free one.
+        Returns its Proc; self.dns_port is its port."""
+        dnsd = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            'dnsd.py')
+        d = self.subdir(suite.name)
+        for port in (53, 0):
+            p = procs.Proc('dnsd', self.cpu0() + [
+                sys.executable, '-I', dnsd, tlsgen.BENCH_DOMAIN, str(port)],
+                d)
+            try:
+                m = p.wait_line(r'listening on 127\.0\.0\.1:(\d+)', 10)
+            except procs.ProcError:
+                p.stop()
+                continue
+            self.dns_port = int(m.group(1))
+            if self.dns_port != 53:
+                self.note(suite, 'the DNS server is on port %d, not 53: '
+                          'Squid cannot resolve the mitm-newhost names'
+                          % self.dns_port)
+            return p
+        raise procs.ProcError('the DNS server did not start: see %s/dnsd.err'
+                              % d)
+
     def run_ramp(self, suite):
         """All products up at once; for each repeat and each step, each
         product takes its turn in the order rotated by the repeat."""
+        dns = self.start_dns(suite) if suite.options.get('dns') else None
+        try:
+            self.ramp_arms(suite)
+        finally:
+            if dns:
+                dns.stop()
+
+    def ramp_arms(self, suite):
         origin, origin_port = self.start_origin(
             suite, tls=suite.options.get('origin_tls', False))
         try:
