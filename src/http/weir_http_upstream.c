@@ -986,6 +986,11 @@ weir_http_upstream_choose_proto(weir_http_upstream_t *u)
     u->alt_proto = p;
     u->proto_ctx = NULL;
 
+    if (!h2) {
+        /* the attempts that waited for this one's session connect */
+        weir_http_upstream_session_declined(u);
+    }
+
     weir_log_debug(u->request->connection->log, 0,
                    "upstream: the origin speaks %.*s",
                    WEIR_STR_ARG(u->proto->name));

@@ -665,6 +665,9 @@ void weir_http_upstream_keepalive_conf(weir_http_upstream_srv_conf_t *us,
 weir_int_t weir_http_upstream_session_init_peer(weir_http_request_t *r,
     weir_http_upstream_srv_conf_t *us);
 weir_int_t weir_http_upstream_session_start(weir_http_upstream_t *u);
+/* proxy_http_version auto: the origin of the attempt's fresh connection
+ * chose HTTP/1.1, no session comes of it; its waiters connect alone */
+void weir_http_upstream_session_declined(weir_http_upstream_t *u);
 /* a parked attempt (get returned WEIR_AGAIN with no connection: it waits
  * for a session being opened) goes on: see weir_http_upstream.c */
 void weir_http_upstream_session_resume(weir_http_upstream_t *u,

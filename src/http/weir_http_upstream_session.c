@@ -29,7 +29,10 @@
  * room, a connection of their own) or when the opener goes away (one of
  * them opens instead); when the opener's connection fails they go to
  * the next peer as it does (proxy_next_upstream) and only the opener's
- * failure is counted.
+ * failure is counted. With proxy_http_version auto the opener may learn
+ * that the origin chose HTTP/1.1 (weir_http_upstream_session_declined):
+ * then no session comes, and its waiters each connect alone, at once,
+ * rather than wait for one another in turn.
  *
  * A session with no open stream is idle: it is closed after
  * keepalive_timeout, and when more than "keepalive N" sessions of the
@@ -78,6 +81,9 @@ struct weir_http_upstream_session_peer_s {
 
     unsigned                              is_opener:1;
     unsigned                              opener_failed:1;
+    /* woken by an opener whose origin chose HTTP/1.1: connects alone,
+     * waits for no one */
+    unsigned                              alone:1;
     /* the opener's failure was counted: this attempt's is not */
     unsigned                              not_counted:1;
 };
@@ -102,7 +108,8 @@ static void weir_http_upstream_session_end_stream(
 static weir_int_t weir_http_upstream_session_find(
     weir_http_upstream_session_peer_t *sp, weir_peer_connection_t *pc);
 static void weir_http_upstream_session_wake_all(
-    weir_http_upstream_session_peer_t *sp, weir_uint_t failed);
+    weir_http_upstream_session_peer_t *sp, weir_uint_t failed,
+    weir_uint_t alone);
 static void weir_http_upstream_session_unpark(
     weir_http_upstream_session_peer_t *sp);
 static void weir_http_upstream_session_wait_handler(weir_event_t *ev);
@@ -275,12 +282,12 @@ weir_http_upstream_session_find(weir_http_upstream_session_peer_t *sp,
         return WEIR_DONE;
     }
 
-    if (sp->upstream->alt_proto || pc->key.len > WEIR_PEER_KEY_MAX
+    if (sp->alone || pc->key.len > WEIR_PEER_KEY_MAX
         || pc->socklen > (socklen_t) sizeof(weir_sockaddr_t))
     {
-        /* proxy_http_version auto: the origin may choose HTTP/1.1, a
-         * session is not certain before the handshake; a key too long
-         * to pool: the session would be this attempt's only */
+        /* the origin chose HTTP/1.1 for the opener this attempt waited
+         * for (proxy_http_version auto), it connects at once; a key too
+         * long to pool: the session would be this attempt's only */
         return WEIR_OK;
     }
 
@@ -341,7 +348,7 @@ weir_http_upstream_session_find(weir_http_upstream_session_peer_t *sp,
 
 static void
 weir_http_upstream_session_wake_all(weir_http_upstream_session_peer_t *sp,
-    weir_uint_t failed)
+    weir_uint_t failed, weir_uint_t alone)
 {
     weir_uint_t                         ft;
     weir_queue_t                       *q;
@@ -369,6 +376,7 @@ weir_http_upstream_session_wake_all(weir_http_upstream_session_peer_t *sp,
         w->opener = NULL;
         w->opener_failed = failed;
         w->opener_ft = ft;
+        w->alone = alone;
         weir_post_event(&w->wait, &weir_posted_events);
     }
 
@@ -579,9 +587,18 @@ weir_http_upstream_session_start(weir_http_upstream_t *u)
     pc->connection = fc;
 
     /* the waiters find it (or another with room) */
-    weir_http_upstream_session_wake_all(sp, 0);
+    weir_http_upstream_session_wake_all(sp, 0, 0);
 
     return WEIR_OK;
+}
+
+
+void
+weir_http_upstream_session_declined(weir_http_upstream_t *u)
+{
+    if (u->peer.free == weir_http_upstream_session_free) {
+        weir_http_upstream_session_wake_all(u->peer.data, 0, 1);
+    }
 }
 
 
@@ -598,7 +615,8 @@ weir_http_upstream_session_free(weir_peer_connection_t *pc, void *data,
     /* a waiting attempt waits no more; an opener's waiters look again,
      * or, when its connection failed, go as it does */
     weir_http_upstream_session_unpark(sp);
-    weir_http_upstream_session_wake_all(sp, (state & WEIR_PEER_FAILED) != 0);
+    weir_http_upstream_session_wake_all(sp, (state & WEIR_PEER_FAILED) != 0,
+                                        0);
 
     if (sp->not_counted) {
         sp->not_counted = 0;

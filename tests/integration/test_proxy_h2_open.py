@@ -125,3 +125,38 @@ def test_opener_client_gone_hands_the_opening_on(weir, h2o, pki):
     assert first.returncode != 0
     assert [p.stdout for p in out] == [b"tiny over h2\n"] * 5
     assert o.connections == 2
+
+
+def test_version_auto_burst_waits_for_the_session_being_opened(weir, h2o,
+                                                               pki):
+    """proxy_http_version auto to an origin that chooses h2: a burst of 20
+    requests waits for the first one's session as with version 2 (one
+    connection), rather than open a connection per request before ALPN
+    says whether a session comes of it."""
+    o = tls_origin(h2o, pki, handshake_delay=1.0, h1=True,
+                   alpn=("h2", "http/1.1"))
+    port = start(weir, "https://%s" % o.addr, version="auto",
+                 location="proxy_ssl_verify off;\n",
+                 preamble=tlspki.ssl_preamble())
+    out = burst(port, 20)
+    assert [p.stdout for p in out] == [b"tiny over h2\n"] * 20
+    assert o.connections == 1
+    assert len(o.requests) == 20
+
+
+def test_version_auto_http11_origin_lets_the_waiters_connect(weir, h2o, pki):
+    """The same burst to an origin that chooses http/1.1: once the first
+    attempt learns it (no session comes), the others it held connect at
+    once, each on its own, not one after another: 10 requests with a 1 s
+    handshake take about 2 s, not 10."""
+    o = tls_origin(h2o, pki, handshake_delay=1.0, h1=True,
+                   alpn=("http/1.1",))
+    port = start(weir, "https://%s" % o.addr, version="auto",
+                 location="proxy_ssl_verify off;\n",
+                 preamble=tlspki.ssl_preamble())
+    t0 = time.monotonic()
+    out = burst(port, 10)
+    elapsed = time.monotonic() - t0
+    assert [p.stdout for p in out] == [b"tiny over h1\n"] * 10
+    assert elapsed < 5.0, elapsed
+    assert 2 <= o.connections <= 10
