@@ -3,7 +3,7 @@
 
 /*
  * TLS interception in a forward proxy (docs/mitm.md, and
- * docs/dev/mitm.md for how it works). Three files:
+ * docs/dev/mitm.md for how it works). The files:
  *
  *   weir_http_mitm_module.c   directives, which CONNECTs are decrypted,
  *                             the client's handshake and what follows it
@@ -13,6 +13,9 @@
  *                             look at an origin (TLS, verification, its
  *                             names and ALPN choice) that fills it, once
  *                             for all the clients that wait for one name
+ *   weir_http_mitm_shared.c   the cache shared by the workers
+ *   weir_http_mitm_store.c    the leaves kept on disk across restarts
+ *   weir_http_mitm_onboard.c  the onboarding page
  */
 
 #include "weir_config.h"
@@ -42,6 +45,14 @@
 /* how often a worker looks whether another worker's look ended */
 #define WEIR_HTTP_MITM_POLL         10
 
+/* the counters of the caches, as stub_status and the log show them */
+#define WEIR_HTTP_MITM_MINTED       0
+#define WEIR_HTTP_MITM_SERVED       1
+#define WEIR_HTTP_MITM_EVICTED      2
+#define WEIR_HTTP_MITM_STORED       3   /* entries written to the store */
+#define WEIR_HTTP_MITM_LOADED       4   /* leaves read from it, not minted */
+#define WEIR_HTTP_MITM_COUNTS       5
+
 /* a certification authority: the certificate, its key, and the chain
  * sent after a leaf (the CA itself) */
 typedef struct {
@@ -57,6 +68,14 @@ typedef struct {
     weir_shm_zone_t             *shm_zone;
     EVP_PKEY                    *key;           /* decoded, per worker */
 } weir_http_mitm_zone_t;
+
+/* mitm_certificate_store PATH [slots=N] (weir_http_mitm_store.c) */
+typedef struct {
+    weir_str_t                   path;          /* full, NUL-terminated */
+    weir_uint_t                  slots;
+    char                        *file;          /* an entry's name */
+    char                        *temp;          /* and its temporary one */
+} weir_http_mitm_store_t;
 
 /* a host pattern of mitm_hosts / mitm_bypass */
 #define WEIR_HTTP_MITM_EXACT    0
@@ -125,6 +144,7 @@ typedef struct {
 
 typedef struct weir_http_mitm_main_conf_s {
     EVP_PKEY                    *leaf_key;      /* every leaf's: P-256 */
+    weir_http_mitm_store_t      *store;         /* NULL: off */
 
     /* the certificate cache of this configuration, per worker */
     weir_http_mitm_cert_t      **buckets;
@@ -135,6 +155,8 @@ typedef struct weir_http_mitm_main_conf_s {
                                                    less minted, from a
                                                    cache */
     weir_uint_t                  evicted;
+    weir_uint_t                  stored;
+    weir_uint_t                  loaded;
 } weir_http_mitm_main_conf_t;
 
 /*
@@ -186,6 +208,8 @@ weir_http_mitm_ca_t *weir_http_mitm_load_ca(weir_conf_t *cf,
 weir_http_mitm_ca_t *weir_http_mitm_create_ca(weir_conf_t *cf,
     weir_str_t *dir);
 EVP_PKEY *weir_http_mitm_leaf_key(weir_log_t *log);
+/* until when a cache may serve leaf: a day before its notAfter */
+time_t weir_http_mitm_leaf_expires(X509 *leaf);
 /* a leaf for name (an IP literal becomes an iPAddress SAN), carrying
  * the DNS and IP names of origin (may be NULL); NULL on failure
  * (logged) */
@@ -200,12 +224,36 @@ EVP_PKEY *weir_http_mitm_shared_key(weir_http_mitm_zone_t *zone,
     weir_log_t *log);
 weir_int_t weir_http_mitm_shared_get(weir_http_mitm_zone_t *zone,
     weir_http_mitm_conn_t *mc, X509 **leaf, const char **error);
+/* loaded: the leaf came from the store, it was not minted */
 void weir_http_mitm_shared_put(weir_http_mitm_zone_t *zone,
-    weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t counts[3]);
+    weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t loaded,
+    weir_uint_t counts[WEIR_HTTP_MITM_COUNTS]);
 void weir_http_mitm_shared_served(weir_http_mitm_zone_t *zone);
-/* minted, served, evicted: the zone's */
+void weir_http_mitm_shared_stored(weir_http_mitm_zone_t *zone);
+/* the zone's counters, by the WEIR_HTTP_MITM_MINTED... indices */
 void weir_http_mitm_shared_counts(weir_http_mitm_zone_t *zone,
-    weir_uint_t counts[3]);
+    weir_uint_t counts[WEIR_HTTP_MITM_COUNTS]);
+
+/* weir_http_mitm_store.c */
+char *weir_http_mitm_store_directive(weir_conf_t *cf, weir_command_t *cmd,
+    void *conf);
+/* in the master, once the configuration is accepted */
+weir_int_t weir_http_mitm_store_init(weir_cycle_t *cycle,
+    weir_http_mitm_store_t *store);
+/*
+ * The leaf the store keeps for (e->name, e->port, e->ca), signed for
+ * key and looked at with verify as given: NULL when there is none that
+ * fits (logged at debug, or at warn for a corrupt file). *alpn and info
+ * (WEIR_HTTP_MITM_INFO bytes) get what the look at the origin learnt.
+ */
+X509 *weir_http_mitm_store_get(weir_http_mitm_store_t *store,
+    weir_http_mitm_cert_t *e, EVP_PKEY *key, weir_uint_t verify,
+    weir_uint_t *alpn, char *info, weir_log_t *log);
+/* writes the entry of a successful look (replacing what its slot had);
+ * WEIR_ERROR: not written (logged) */
+weir_int_t weir_http_mitm_store_put(weir_http_mitm_store_t *store,
+    weir_http_mitm_cert_t *e, X509 *leaf, EVP_PKEY *key, weir_uint_t verify,
+    weir_uint_t alpn, const char *info, weir_log_t *log);
 
 /* weir_http_mitm_onboard.c */
 weir_int_t weir_http_mitm_onboard_handler(weir_http_request_t *r);

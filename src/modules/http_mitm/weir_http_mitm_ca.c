@@ -403,6 +403,20 @@ weir_http_mitm_leaf_key(weir_log_t *log)
 }
 
 
+time_t
+weir_http_mitm_leaf_expires(X509 *leaf)
+{
+    int  day, sec;
+
+    if (!ASN1_TIME_diff(&day, &sec, NULL, X509_get0_notAfter(leaf))) {
+        ERR_clear_error();
+        return weir_time();
+    }
+
+    return weir_time() + (time_t) day * 86400 + sec - WEIR_HTTP_MITM_BACKDATE;
+}
+
+
 static weir_int_t
 weir_http_mitm_random_serial(X509 *cert)
 {

@@ -52,11 +52,13 @@ static unsigned char *weir_http_mitm_status(weir_http_request_t *r,
 static weir_int_t weir_http_mitm_export(weir_conf_t *cf,
     weir_http_core_main_conf_t *cmcf);
 static void *weir_http_mitm_create_main_conf(weir_conf_t *cf);
+static char *weir_http_mitm_init_main_conf(weir_conf_t *cf, void *conf);
 static void *weir_http_mitm_create_srv_conf(weir_conf_t *cf);
 static char *weir_http_mitm_merge_srv_conf(weir_conf_t *cf, void *parent,
     void *child);
 static char *weir_http_mitm_rules(weir_conf_t *cf, weir_command_t *cmd,
     void *conf);
+static weir_int_t weir_http_mitm_init_module(weir_cycle_t *cycle);
 static void weir_http_mitm_exit_process(weir_cycle_t *cycle);
 static void weir_http_mitm_free_key(void *data);
 static weir_int_t weir_http_mitm_variable(weir_http_request_t *r,
@@ -114,6 +116,13 @@ static weir_command_t  weir_http_mitm_commands[] = {
       0,
       NULL },
 
+    { weir_string("mitm_certificate_store"),
+      WEIR_HTTP_MAIN_CONF|WEIR_CONF_TAKE12,
+      weir_http_mitm_store_directive,
+      WEIR_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { weir_string("mitm_onboarding"),
       WEIR_HTTP_MAIN_CONF|WEIR_HTTP_SRV_CONF|WEIR_CONF_TAKE1,
       weir_conf_set_str_slot,
@@ -146,7 +155,7 @@ static weir_http_module_t  weir_http_mitm_module_ctx = {
     weir_http_mitm_postconfiguration,      /* postconfiguration */
 
     weir_http_mitm_create_main_conf,       /* create main configuration */
-    NULL,                                  /* init main configuration */
+    weir_http_mitm_init_main_conf,         /* init main configuration */
 
     weir_http_mitm_create_srv_conf,        /* create server configuration */
     weir_http_mitm_merge_srv_conf,         /* merge server configuration */
@@ -167,7 +176,7 @@ weir_module_t  weir_http_mitm_module = {
     weir_http_mitm_commands,               /* module directives */
     WEIR_HTTP_MODULE,                      /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    weir_http_mitm_init_module,            /* init module */
     NULL,                                  /* init process */
     weir_http_mitm_exit_process,           /* exit process */
     NULL,                                  /* exit master */
@@ -896,7 +905,8 @@ weir_http_mitm_postconfiguration(weir_conf_t *cf)
         }
 
         line->max = sizeof("MITM certificates: minted  from cache  "
-                           "evicted  (this worker)\n") + 3 * 20;
+                           "evicted  stored  loaded  (this worker)\n")
+                    + 5 * 20;
         line->write = weir_http_mitm_status;
         break;
     }
@@ -923,16 +933,17 @@ weir_http_mitm_postconfiguration(weir_conf_t *cf)
 
 
 /*
- * stub_status: the certificates minted, served from a cache and evicted.
- * With a shared zone, the zone's counts (every worker, since the zone
- * was made); else this worker's.
+ * stub_status: the certificates minted, served from a cache and evicted;
+ * with a store, those written to it and read from it. With a shared
+ * zone, the zone's counts (every worker, since the zone was made); else
+ * this worker's.
  */
 
 static unsigned char *
 weir_http_mitm_status(weir_http_request_t *r, unsigned char *p,
     unsigned char *last)
 {
-    weir_uint_t                  counts[3];
+    weir_uint_t                  counts[WEIR_HTTP_MITM_COUNTS];
     weir_http_mitm_srv_conf_t   *mscf;
     weir_http_mitm_main_conf_t  *mmcf;
 
@@ -943,18 +954,31 @@ weir_http_mitm_status(weir_http_request_t *r, unsigned char *p,
         weir_http_mitm_shared_counts(mscf->zone, counts);
 
     } else {
-        counts[0] = mmcf->minted;
-        counts[1] = mmcf->served;
-        counts[2] = mmcf->evicted;
+        counts[WEIR_HTTP_MITM_MINTED] = mmcf->minted;
+        counts[WEIR_HTTP_MITM_SERVED] = mmcf->served;
+        counts[WEIR_HTTP_MITM_EVICTED] = mmcf->evicted;
+        counts[WEIR_HTTP_MITM_STORED] = mmcf->stored;
+        counts[WEIR_HTTP_MITM_LOADED] = mmcf->loaded;
     }
 
     /* served less minted: a leaf a client got without a mint for it */
-    return weir_slprintf(p, last, "MITM certificates: minted %lu from cache "
-                         "%lu evicted %lu%s\n", (unsigned long) counts[0],
-                         (unsigned long) (counts[1] > counts[0]
-                                          ? counts[1] - counts[0] : 0),
-                         (unsigned long) counts[2],
-                         mscf->zone ? "" : " (this worker)");
+    p = weir_slprintf(p, last, "MITM certificates: minted %lu from cache "
+                      "%lu evicted %lu",
+                      (unsigned long) counts[WEIR_HTTP_MITM_MINTED],
+                      (unsigned long) (counts[WEIR_HTTP_MITM_SERVED]
+                                       > counts[WEIR_HTTP_MITM_MINTED]
+                                       ? counts[WEIR_HTTP_MITM_SERVED]
+                                         - counts[WEIR_HTTP_MITM_MINTED]
+                                       : 0),
+                      (unsigned long) counts[WEIR_HTTP_MITM_EVICTED]);
+
+    if (mmcf->store) {
+        p = weir_slprintf(p, last, " stored %lu loaded %lu",
+                          (unsigned long) counts[WEIR_HTTP_MITM_STORED],
+                          (unsigned long) counts[WEIR_HTTP_MITM_LOADED]);
+    }
+
+    return weir_slprintf(p, last, "%s\n", mscf->zone ? "" : " (this worker)");
 }
 
 
@@ -1017,8 +1041,24 @@ weir_http_mitm_create_main_conf(weir_conf_t *cf)
     }
 
     weir_queue_init(&mmcf->lru);
+    mmcf->store = WEIR_CONF_UNSET_PTR;
 
     return mmcf;
+}
+
+
+static char *
+weir_http_mitm_init_main_conf(weir_conf_t *cf, void *conf)
+{
+    weir_http_mitm_main_conf_t  *mmcf = conf;
+
+    (void) cf;
+
+    if (mmcf->store == WEIR_CONF_UNSET_PTR) {
+        mmcf->store = NULL;
+    }
+
+    return WEIR_CONF_OK;
 }
 
 
@@ -1269,6 +1309,23 @@ weir_http_mitm_rules(weir_conf_t *cf, weir_command_t *cmd, void *conf)
     }
 
     return WEIR_CONF_OK;
+}
+
+
+/* in the master, once the configuration is accepted */
+
+static weir_int_t
+weir_http_mitm_init_module(weir_cycle_t *cycle)
+{
+    weir_http_mitm_main_conf_t  *mmcf;
+
+    mmcf = weir_http_cycle_get_module_main_conf(cycle, weir_http_mitm_module);
+
+    if (mmcf == NULL || mmcf->store == NULL) {
+        return WEIR_OK;
+    }
+
+    return weir_http_mitm_store_init(cycle, mmcf->store);
 }
 
 

@@ -20,6 +20,11 @@
  * the failure rather than a bare handshake error; that verdict is kept
  * WEIR_HTTP_MITM_FAIL_TTL seconds. A look that could not complete the
  * handshake is not kept at all.
+ *
+ * With mitm_certificate_store, a name that neither this worker's cache
+ * nor the shared zone has is read from the store before the look, by
+ * whoever would look (so once for all the workers, with a zone), and
+ * the leaf of a successful look is written there.
  */
 
 
@@ -65,6 +70,11 @@ static void weir_http_mitm_finish(weir_http_mitm_cert_t *e, X509 *leaf,
 static void weir_http_mitm_free_entry(weir_http_mitm_cert_t *e);
 static void weir_http_mitm_look_info(char *buf, size_t size,
     const char *error, X509 *origin, SSL *ssl);
+static X509 *weir_http_mitm_load(weir_http_mitm_conn_t *mc,
+    weir_http_mitm_cert_t *e, weir_uint_t *alpn, char *info);
+static void weir_http_mitm_log_counts(weir_http_mitm_cert_t *e,
+    const char *what, weir_uint_t counts[WEIR_HTTP_MITM_COUNTS],
+    weir_log_t *log);
 
 
 weir_int_t
@@ -73,10 +83,12 @@ weir_http_mitm_find(weir_http_mitm_conn_t *mc)
     X509                        *leaf;
     uint32_t                     hash;
     weir_int_t                   rc;
+    weir_uint_t                  alpn;
     const char                  *error;
     weir_http_mitm_cert_t       *e;
     weir_http_mitm_zone_t       *zone;
     weir_http_mitm_main_conf_t  *mmcf;
+    char                         info[WEIR_HTTP_MITM_INFO];
 
     mmcf = mc->mmcf;
     zone = mc->mscf->zone;
@@ -156,20 +168,31 @@ weir_http_mitm_find(weir_http_mitm_conn_t *mc)
     }
 
     if (e == NULL) {
-        if (mc->origin == NULL) {
-            /* cannot happen: a CONNECT comes with its connection */
-            weir_log_error(WEIR_LOG_ERR, mc->c->log, 0,
-                           "no origin connection to look at \"%.*s\"",
-                           WEIR_STR_ARG(mc->name));
-            return WEIR_ERROR;
-        }
-
         e = weir_http_mitm_insert(mmcf, mc, hash);
         if (e == NULL) {
             return WEIR_ERROR;
         }
 
         e->zone = zone;
+
+        /* this worker is the one to look (the zone's pending node is
+         * its): the store first */
+        leaf = mmcf->store ? weir_http_mitm_load(mc, e, &alpn, info) : NULL;
+
+        if (leaf) {
+            weir_http_mitm_fill(e, leaf, alpn, info);
+            weir_http_mitm_use(mc, e);
+            return WEIR_OK;
+        }
+
+        if (mc->origin == NULL) {
+            /* cannot happen: a CONNECT comes with its connection */
+            weir_log_error(WEIR_LOG_ERR, mc->c->log, 0,
+                           "no origin connection to look at \"%.*s\"",
+                           WEIR_STR_ARG(mc->name));
+            weir_http_mitm_remove(mmcf, e);
+            return WEIR_ERROR;
+        }
 
         if (weir_http_mitm_look(mc, e) != WEIR_OK) {
             weir_http_mitm_remove(mmcf, e);
@@ -380,7 +403,84 @@ weir_http_mitm_fill(weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t alpn,
 
     e->expires = weir_http_mitm_failed(error)
                  ? weir_time() + WEIR_HTTP_MITM_FAIL_TTL
+                 : leaf ? weir_http_mitm_leaf_expires(leaf)
                  : (time_t) WEIR_MAX_TIME_T_VALUE;
+}
+
+
+/*
+ * The leaf of e (pending, this worker's to fill) from the store, with
+ * the origin's ALPN choice and what the look learnt (info); the shared
+ * zone's node is complete then. NULL: the store has none that fits.
+ */
+
+static X509 *
+weir_http_mitm_load(weir_http_mitm_conn_t *mc, weir_http_mitm_cert_t *e,
+    weir_uint_t *alpn, char *info)
+{
+    X509                        *leaf;
+    weir_uint_t                  counts[WEIR_HTTP_MITM_COUNTS];
+    weir_http_mitm_main_conf_t  *mmcf;
+
+    mmcf = e->mmcf;
+
+    leaf = weir_http_mitm_store_get(mmcf->store, e, mc->leaf_key, mc->verify,
+                                    alpn, info, mc->c->log);
+    if (leaf == NULL) {
+        return NULL;
+    }
+
+    mmcf->loaded++;
+
+    counts[WEIR_HTTP_MITM_MINTED] = mmcf->minted;
+    counts[WEIR_HTTP_MITM_SERVED] = mmcf->served;
+    counts[WEIR_HTTP_MITM_EVICTED] = mmcf->evicted;
+    counts[WEIR_HTTP_MITM_STORED] = mmcf->stored;
+    counts[WEIR_HTTP_MITM_LOADED] = mmcf->loaded;
+
+    if (e->zone) {
+        e->alpn = *alpn;
+        e->error = info;
+        e->expires = weir_http_mitm_leaf_expires(leaf);
+        weir_http_mitm_shared_put(e->zone, e, leaf, 1, counts);
+    }
+
+    weir_http_mitm_log_counts(e, "loaded from the store the certificate "
+                              "for", counts, mc->c->log);
+
+    return leaf;
+}
+
+
+/* "mitm minted a certificate for NAME", and the counters */
+
+static void
+weir_http_mitm_log_counts(weir_http_mitm_cert_t *e, const char *what,
+    weir_uint_t counts[WEIR_HTTP_MITM_COUNTS], weir_log_t *log)
+{
+    unsigned char   *p, buf[64];
+
+    p = buf;
+
+    if (e->mmcf->store) {
+        p = weir_slprintf(buf, buf + sizeof(buf), ", stored %lu, loaded %lu",
+                          (unsigned long) counts[WEIR_HTTP_MITM_STORED],
+                          (unsigned long) counts[WEIR_HTTP_MITM_LOADED]);
+    }
+
+    /* served less minted: a leaf a client got without a mint for it */
+    weir_log_error(WEIR_LOG_INFO, log, 0,
+                   "mitm %s \"%.*s\" (minted %lu, from cache %lu, "
+                   "evicted %lu%.*s%s)", what, WEIR_STR_ARG(e->name),
+                   (unsigned long) counts[WEIR_HTTP_MITM_MINTED],
+                   (unsigned long) (counts[WEIR_HTTP_MITM_SERVED]
+                                    > counts[WEIR_HTTP_MITM_MINTED]
+                                    ? counts[WEIR_HTTP_MITM_SERVED]
+                                      - counts[WEIR_HTTP_MITM_MINTED]
+                                    : 0),
+                   (unsigned long) counts[WEIR_HTTP_MITM_EVICTED],
+                   (int) (p - buf), buf,
+                   e->zone ? ", all workers" : ", this worker");
 }
 
 
@@ -863,7 +963,7 @@ weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
     const char *error, weir_uint_t alpn, weir_uint_t keep)
 {
     X509                        *leaf;
-    weir_uint_t                  counts[3];
+    weir_uint_t                  counts[WEIR_HTTP_MITM_COUNTS];
     weir_connection_t           *c;
     weir_http_mitm_cert_t       *e;
     weir_http_mitm_main_conf_t  *mmcf;
@@ -878,9 +978,25 @@ weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
         mmcf->minted++;
     }
 
-    counts[0] = mmcf->minted;
-    counts[1] = mmcf->served;
-    counts[2] = mmcf->evicted;
+    /* a verdict that is not a failure goes to disk, before the other
+     * workers are told (they count it then) */
+    if (leaf && keep && mmcf->store && !weir_http_mitm_failed(error)
+        && weir_http_mitm_store_put(mmcf->store, e, leaf, lk->key,
+                                    lk->verify, alpn, error, c->log)
+           == WEIR_OK)
+    {
+        mmcf->stored++;
+
+        if (e->zone) {
+            weir_http_mitm_shared_stored(e->zone);
+        }
+    }
+
+    counts[WEIR_HTTP_MITM_MINTED] = mmcf->minted;
+    counts[WEIR_HTTP_MITM_SERVED] = mmcf->served;
+    counts[WEIR_HTTP_MITM_EVICTED] = mmcf->evicted;
+    counts[WEIR_HTTP_MITM_STORED] = mmcf->stored;
+    counts[WEIR_HTTP_MITM_LOADED] = mmcf->loaded;
 
     if (e->zone) {
         /* the other workers see it now (or may look again without it) */
@@ -888,20 +1004,15 @@ weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
         e->error = error;
         e->expires = weir_http_mitm_failed(error)
                      ? weir_time() + WEIR_HTTP_MITM_FAIL_TTL
+                     : leaf ? weir_http_mitm_leaf_expires(leaf)
                      : (time_t) WEIR_MAX_TIME_T_VALUE;
         weir_http_mitm_shared_put(e->zone, e, (leaf && keep) ? leaf : NULL,
-                                  counts);
+                                  0, counts);
     }
 
     if (leaf) {
-        weir_log_error(WEIR_LOG_INFO, c->log, 0,
-                       "mitm minted a certificate for \"%.*s\" "
-                       "(minted %lu, from cache %lu, evicted %lu%s)",
-                       WEIR_STR_ARG(e->name), (unsigned long) counts[0],
-                       (unsigned long) (counts[1] > counts[0]
-                                        ? counts[1] - counts[0] : 0),
-                       (unsigned long) counts[2],
-                       e->zone ? ", all workers" : ", this worker");
+        weir_http_mitm_log_counts(e, "minted a certificate for", counts,
+                                  c->log);
     }
 
     weir_http_mitm_close_origin(c);

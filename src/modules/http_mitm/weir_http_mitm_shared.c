@@ -12,7 +12,9 @@
  * never serves a leaf of the old one. The zone also holds the one key
  * of all its leaves (DER, made by the master on the zone's first use),
  * so that a leaf minted by one worker, or before a reload, goes with the
- * key every worker has.
+ * key every worker has. With mitm_certificate_store, a new zone takes
+ * the store's key (weir_http_mitm_store.c), so that the leaves on disk
+ * go with it too.
  *
  * Single flight across workers: the first worker to miss a name puts a
  * pending node with its pid and starts the look; the others, finding it,
@@ -50,6 +52,8 @@ typedef struct {
     weir_uint_t                  minted;
     weir_atomic_t                served;        /* no lock on a hit */
     weir_uint_t                  evicted;
+    weir_atomic_t                stored;        /* no lock for a write */
+    weir_uint_t                  loaded;
     size_t                       key_len;
     unsigned char               *key;           /* DER of the leaves' key */
 } weir_http_mitm_shctx_t;
@@ -139,6 +143,10 @@ weir_http_mitm_cache_directive(weir_conf_t *cf, weir_command_t *cmd,
     }
 
     zone->shm_zone->init = weir_http_mitm_shared_init;
+
+    /* until the zone's init: the configuration, for the store's key */
+    zone->shm_zone->data = weir_http_conf_get_module_main_conf(cf,
+                                                     weir_http_mitm_module);
     mscf->zone = zone;
 
     return WEIR_CONF_OK;
@@ -155,22 +163,25 @@ invalid:
 /*
  * In the master, once per zone and configuration: the old cycle's
  * context is kept (a reload keeps the leaves and their key); a new zone
- * gets its buckets and the leaves' key.
+ * gets its buckets and the leaves' key: the store's, or a new one.
  */
 
 static weir_int_t
 weir_http_mitm_shared_init(weir_shm_zone_t *shm_zone, void *data)
 {
-    int                      len;
-    EVP_PKEY                *key;
-    unsigned char           *p;
-    weir_slab_pool_t        *shpool;
-    weir_http_mitm_shctx_t  *sh;
+    int                          len;
+    EVP_PKEY                    *key;
+    unsigned char               *p;
+    weir_slab_pool_t            *shpool;
+    weir_http_mitm_shctx_t      *sh;
+    weir_http_mitm_main_conf_t  *mmcf;
 
     if (data) {
         shm_zone->data = data;
         return WEIR_OK;
     }
+
+    mmcf = shm_zone->data;
 
     shpool = (weir_slab_pool_t *) shm_zone->shm.addr;
 
@@ -192,9 +203,15 @@ weir_http_mitm_shared_init(weir_shm_zone_t *shm_zone, void *data)
 
     weir_queue_init(&sh->lru);
 
-    key = weir_http_mitm_leaf_key(shm_zone->shm.log);
-    if (key == NULL) {
-        return WEIR_ERROR;
+    if (mmcf && mmcf->store && mmcf->leaf_key) {
+        key = mmcf->leaf_key;
+        EVP_PKEY_up_ref(key);
+
+    } else {
+        key = weir_http_mitm_leaf_key(shm_zone->shm.log);
+        if (key == NULL) {
+            return WEIR_ERROR;
+        }
     }
 
     len = i2d_PrivateKey(key, NULL);
@@ -372,15 +389,16 @@ weir_http_mitm_shared_get(weir_http_mitm_zone_t *zone,
 
 
 /*
- * The end of this worker's look: the leaf goes into the node (made
- * anew with room for it), or, without one, the node goes so that
- * another worker may look again. Returns the zone's counters for the
- * log line.
+ * The end of this worker's look (or its read of the store, loaded): the
+ * leaf goes into the node (made anew with room for it), or, without
+ * one, the node goes so that another worker may look again. Returns
+ * the zone's counters for the log line.
  */
 
 void
 weir_http_mitm_shared_put(weir_http_mitm_zone_t *zone,
-    weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t counts[3])
+    weir_http_mitm_cert_t *e, X509 *leaf, weir_uint_t loaded,
+    weir_uint_t counts[WEIR_HTTP_MITM_COUNTS])
 {
     int                       len;
     size_t                    elen;
@@ -417,7 +435,12 @@ weir_http_mitm_shared_put(weir_http_mitm_zone_t *zone,
         goto done;
     }
 
-    sh->minted++;
+    if (loaded) {
+        sh->loaded++;
+
+    } else {
+        sh->minted++;
+    }
 
     fresh = weir_http_mitm_shared_alloc(shpool, sh,
                                         sizeof(weir_http_mitm_shnode_t)
@@ -447,9 +470,11 @@ weir_http_mitm_shared_put(weir_http_mitm_zone_t *zone,
 
 done:
 
-    counts[0] = sh->minted;
-    counts[1] = sh->served;
-    counts[2] = sh->evicted;
+    counts[WEIR_HTTP_MITM_MINTED] = sh->minted;
+    counts[WEIR_HTTP_MITM_SERVED] = sh->served;
+    counts[WEIR_HTTP_MITM_EVICTED] = sh->evicted;
+    counts[WEIR_HTTP_MITM_STORED] = sh->stored;
+    counts[WEIR_HTTP_MITM_LOADED] = sh->loaded;
 
     weir_shmtx_unlock(&shpool->mutex);
 }
@@ -553,9 +578,22 @@ weir_http_mitm_shared_served(weir_http_mitm_zone_t *zone)
 }
 
 
+/* an entry written to the store */
+
+void
+weir_http_mitm_shared_stored(weir_http_mitm_zone_t *zone)
+{
+    weir_http_mitm_shctx_t  *sh;
+
+    sh = zone->shm_zone->data;
+
+    (void) weir_atomic_fetch_add(&sh->stored, 1);
+}
+
+
 void
 weir_http_mitm_shared_counts(weir_http_mitm_zone_t *zone,
-    weir_uint_t counts[3])
+    weir_uint_t counts[WEIR_HTTP_MITM_COUNTS])
 {
     weir_slab_pool_t        *shpool;
     weir_http_mitm_shctx_t  *sh;
@@ -565,9 +603,11 @@ weir_http_mitm_shared_counts(weir_http_mitm_zone_t *zone,
 
     weir_shmtx_lock(&shpool->mutex);
 
-    counts[0] = sh->minted;
-    counts[1] = sh->served;
-    counts[2] = sh->evicted;
+    counts[WEIR_HTTP_MITM_MINTED] = sh->minted;
+    counts[WEIR_HTTP_MITM_SERVED] = sh->served;
+    counts[WEIR_HTTP_MITM_EVICTED] = sh->evicted;
+    counts[WEIR_HTTP_MITM_STORED] = sh->stored;
+    counts[WEIR_HTTP_MITM_LOADED] = sh->loaded;
 
     weir_shmtx_unlock(&shpool->mutex);
 }
