@@ -527,6 +527,31 @@ def test_alpn_is_mirrored(weir, dns, pki, h2o, origin_alpn, client,
                                          else "http/1.1"]
 
 
+@pytest.mark.parametrize("origin_alpn, body", [
+    (("h2", "http/1.1"), b"tiny over h2\n"),
+    (("http/1.1",), b"tiny over h1\n"),
+], ids=["h2-origin", "h1-origin"])
+def test_h2_client_after_an_h1_client(weir, dns, pki, h2o, origin_alpn,
+                                      body):
+    """An HTTP/1.1-only client comes first: the look offers the origin
+    http/1.1 alone, and the origin's answer says nothing of h2. An
+    HTTP/2 client of the same host after it (the leaf cached) gets h2
+    from weir, and its requests offer the origin both: h2 when the
+    origin speaks it, HTTP/1.1 when it does not. The first client's own
+    requests stay HTTP/1.1."""
+    o = tls_origin(h2o, pki, alpn=origin_alpn)
+    add_names(dns, "a.test")
+    port = start(weir, dns, pki, [o.port])
+    url = "https://a.test:%d/tiny" % o.port
+    r = curl(port, url, ca=mitm_ca(pki).cert, client="h1")
+    assert (r.statuses(), r.version, r.body) == ([200], "1.1",
+                                                 b"tiny over h1\n")
+    r = curl(port, [url, url], ca=mitm_ca(pki).cert, client="h2")
+    assert r.statuses() == [200, 200]
+    assert r.version == "2"
+    assert r.body == body * 2
+
+
 def test_openssl_s_client_verifies_the_minted_leaf(weir, dns, pki, h2o):
     """openssl s_client -proxy: the chain verifies against weir's CA
     (return code 0); the leaf is issued by that CA and its SAN carries

@@ -27,6 +27,13 @@
 #define WEIR_HTTP_MITM_ALPN_NONE    0
 #define WEIR_HTTP_MITM_ALPN_HTTP11  1
 #define WEIR_HTTP_MITM_ALPN_H2      2
+/* or'ed to NONE or HTTP11: the look did not offer h2 (its client did
+ * not), so whether the origin speaks it is not known */
+#define WEIR_HTTP_MITM_ALPN_UNASKED 4
+#define weir_http_mitm_alpn(a)      ((a) & 3)
+/* may the origin speak h2: it chose it, or it was not asked */
+#define weir_http_mitm_maybe_h2(a)                                           \
+    ((a) == WEIR_HTTP_MITM_ALPN_H2 || ((a) & WEIR_HTTP_MITM_ALPN_UNASKED))
 
 /* per worker; the shared cache is a later step (docs/mitm.md) */
 #define WEIR_HTTP_MITM_CACHE_SIZE   1000

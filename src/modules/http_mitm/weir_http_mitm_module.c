@@ -689,7 +689,7 @@ weir_http_mitm_alpn_select(SSL *ssl, const unsigned char **out,
         h2 = NULL;
     }
 
-    if (h2 && (mc->alpn == WEIR_HTTP_MITM_ALPN_H2 || h11 == NULL)) {
+    if (h2 && (weir_http_mitm_maybe_h2(mc->alpn) || h11 == NULL)) {
         *out = h2;
         *outlen = 2;
         return SSL_TLSEXT_ERR_OK;
@@ -709,6 +709,7 @@ static void
 weir_http_mitm_handshake_done(weir_connection_t *c)
 {
     unsigned int                 len;
+    weir_uint_t                  h2;
     weir_ssl_conn_t             *sc;
     const unsigned char         *data;
     weir_http_mitm_conn_t       *mc;
@@ -748,7 +749,6 @@ weir_http_mitm_handshake_done(weir_connection_t *c)
     hc->ssl = 1;
     hc->ssl_servername = mc->sni;
     mc->target.ssl = 1;
-    mc->target.origin_h2 = (mc->alpn == WEIR_HTTP_MITM_ALPN_H2);
 
     c->log->action = "waiting for request";
 
@@ -757,7 +757,14 @@ weir_http_mitm_handshake_done(weir_connection_t *c)
 
     SSL_get0_alpn_selected(sc->connection, &data, &len);
 
-    if (len == 2 && data[0] == 'h' && data[1] == '2') {
+    h2 = (len == 2 && data[0] == 'h' && data[1] == '2');
+
+    /* the origin chose h2; or an HTTP/2 client comes after a look that
+     * did not ask for it: its requests offer the origin both (auto) */
+    mc->target.origin_h2 = (mc->alpn == WEIR_HTTP_MITM_ALPN_H2)
+                           || (h2 && (mc->alpn & WEIR_HTTP_MITM_ALPN_UNASKED));
+
+    if (h2) {
         cmcf = mc->cscf->ctx->main_conf[weir_http_core_module.ctx_index];
         cmcf->v2->init_connection(c, NULL, 0);
         return;
@@ -824,7 +831,8 @@ weir_http_mitm_variable(weir_http_request_t *r, weir_http_variable_value_t *v,
     case WEIR_HTTP_MITM_VAR_ALPN:
         if (mc && mc->hello) {
             s = (mc->alpn == WEIR_HTTP_MITM_ALPN_H2) ? "h2"
-                : (mc->alpn == WEIR_HTTP_MITM_ALPN_HTTP11) ? "http/1.1" : "";
+                : (weir_http_mitm_alpn(mc->alpn)
+                   == WEIR_HTTP_MITM_ALPN_HTTP11) ? "http/1.1" : "";
         }
         break;
 

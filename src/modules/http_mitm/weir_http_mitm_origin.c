@@ -68,6 +68,7 @@ static void weir_http_mitm_fill(weir_http_mitm_cert_t *e, X509 *leaf,
 static void weir_http_mitm_finish(weir_http_mitm_cert_t *e, X509 *leaf,
     weir_uint_t alpn, const char *error, weir_uint_t keep);
 static void weir_http_mitm_free_entry(weir_http_mitm_cert_t *e);
+static weir_uint_t weir_http_mitm_offers_h2(weir_str_t *offer);
 static void weir_http_mitm_look_info(char *buf, size_t size,
     const char *error, X509 *origin, SSL *ssl);
 static X509 *weir_http_mitm_load(weir_http_mitm_conn_t *mc,
@@ -665,6 +666,35 @@ weir_http_mitm_cache_free(weir_http_mitm_main_conf_t *mmcf)
 
 /* ---- the look at the origin ------------------------------------------ */
 
+/* does an offer in wire form (weir_http_mitm_alpn_offer's) name h2? */
+
+static weir_uint_t
+weir_http_mitm_offers_h2(weir_str_t *offer)
+{
+    size_t          n;
+    unsigned char  *p, *last;
+
+    p = offer->data;
+    last = p + offer->len;
+
+    while (p < last) {
+        n = *p++;
+
+        if (n > (size_t) (last - p)) {
+            break;
+        }
+
+        if (n == 2 && p[0] == 'h' && p[1] == '2') {
+            return 1;
+        }
+
+        p += n;
+    }
+
+    return 0;
+}
+
+
 /* the client's ALPN offer, h2 and http/1.1 only, in its order */
 
 static weir_int_t
@@ -875,6 +905,14 @@ weir_http_mitm_look_done(weir_connection_t *c)
 
     } else if (len == 8) {
         alpn = WEIR_HTTP_MITM_ALPN_HTTP11;
+    }
+
+    if (alpn != WEIR_HTTP_MITM_ALPN_H2
+        && !weir_http_mitm_offers_h2(&lk->alpn))
+    {
+        /* a client without h2 came first: a later one that offers it
+         * is not told the origin refused it (it was not asked) */
+        alpn |= WEIR_HTTP_MITM_ALPN_UNASKED;
     }
 
     origin = SSL_get1_peer_certificate(sc->connection);

@@ -534,7 +534,8 @@ weir_http_mitm_store_get(weir_http_mitm_store_t *store,
     der_len = weir_http_mitm_get32(buf + 88);
 
     if (WEIR_HTTP_MITM_STORE_HEAD + name_len + info_len + der_len + 32 != n
-        || info_len >= WEIR_HTTP_MITM_INFO || buf[10] > WEIR_HTTP_MITM_ALPN_H2)
+        || info_len >= WEIR_HTTP_MITM_INFO
+        || buf[10] > (WEIR_HTTP_MITM_ALPN_UNASKED | WEIR_HTTP_MITM_ALPN_HTTP11))
     {
         why = "bad lengths";
         goto corrupt;
