@@ -356,6 +356,22 @@ class Runner:
                           % (arm.name, p.name, e))
         return running
 
+    def settle(self, running, quiet=0.05, window=0.2, limit=10.0):
+        """Waits until the products sharing the proxy's core are idle
+        (together under quiet of a core over window seconds; at most
+        limit seconds) before a turn: a slow one (mitmproxy) may still be
+        working off the previous turn's connections, and its CPU would
+        be taken from the next product's. Not in a smoke run."""
+        if self.s.smoke:
+            return
+        pids = [run.proc.pid for run in running if run.proc]
+        end = time.monotonic() + limit
+        while pids and time.monotonic() < end:
+            t0 = sum(procs.cpu_seconds(p) for p in pids)
+            time.sleep(window)
+            if sum(procs.cpu_seconds(p) for p in pids) - t0 < quiet * window:
+                return
+
     def start_dns(self, suite):
         """The run's DNS server (benchlib/dnsd.py) on CPU 0: on port 53
         when it is free (Squid asks no other port), else on a free one.
@@ -405,6 +421,7 @@ class Runner:
                         for c in self.steps(suite):
                             for turn, run in enumerate(
                                     stats.rotate(running, r)):
+                                self.settle(running)
                                 self.measure(suite, arm, run, c, r, turn,
                                              origin_port)
                 finally:
