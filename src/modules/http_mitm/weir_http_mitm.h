@@ -9,6 +9,8 @@
  *                             the client's handshake and what follows it
  *   weir_http_mitm_ca.c       the CA (loaded, or created on first start)
  *                             and the leaf certificates minted from it
+ *   weir_http_mitm_key.c      the leaves' key in the form a certificate
+ *                             takes fastest (OpenSSL 3.0)
  *   weir_http_mitm_origin.c   the per-worker certificate cache, and the
  *                             look at an origin (TLS, verification, its
  *                             names and ALPN choice) that fills it, once
@@ -223,6 +225,10 @@ time_t weir_http_mitm_leaf_expires(X509 *leaf);
 X509 *weir_http_mitm_mint(weir_http_mitm_ca_t *ca, EVP_PKEY *key,
     weir_str_t *name, X509 *origin, weir_log_t *log);
 void weir_http_mitm_free_ca(void *data);
+
+/* weir_http_mitm_key.c: key, or a copy of it that a certificate takes
+ * faster (OpenSSL 3.0), for X509_set_pubkey */
+EVP_PKEY *weir_http_mitm_pubkey(EVP_PKEY *key);
 
 /* weir_http_mitm_shared.c */
 char *weir_http_mitm_cache_directive(weir_conf_t *cf, weir_command_t *cmd,

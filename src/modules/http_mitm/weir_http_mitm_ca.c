@@ -610,7 +610,7 @@ weir_http_mitm_mint(weir_http_mitm_ca_t *ca, EVP_PKEY *key, weir_str_t *name,
                            -WEIR_HTTP_MITM_BACKDATE) == NULL
         || X509_gmtime_adj(X509_getm_notAfter(x),
                            (long) WEIR_HTTP_MITM_LEAF_DAYS * 86400) == NULL
-        || !X509_set_pubkey(x, key)
+        || !X509_set_pubkey(x, weir_http_mitm_pubkey(key))
         || (cn.len
             && !X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8,
                                            cn.data, (int) cn.len, -1, 0))
