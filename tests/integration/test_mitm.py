@@ -1222,6 +1222,28 @@ def leaf_der(port, host, oport, ca):
         s.close()
 
 
+def visit_all(port, pki, hosts, origin_port, n):
+    """n curls per host at once through the proxy on port (each its own
+    connection, weir's CA trusted): every one is a 200."""
+    base = [CURL, "-sS", "--max-time", "20", "-o", "/dev/null",
+            "-w", "%{http_code}\n", "--cacert", mitm_ca(pki).cert,
+            "-x", "http://127.0.0.1:%d" % port]
+    procs = []
+    try:
+        for h in hosts:
+            for _ in range(n):
+                procs.append(subprocess.Popen(
+                    base + ["https://%s:%d/tiny" % (h, origin_port)],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        outs = [p.communicate(timeout=DEADLINE)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert outs == [b"200\n"] * len(procs)
+
+
 def test_shared_cache_mints_once_per_host_for_all_workers(weir, dns, pki,
                                                           h2o):
     """Two workers with mitm_certificate_cache shared: 100 hosts, each
@@ -1239,24 +1261,8 @@ def test_shared_cache_mints_once_per_host_for_all_workers(weir, dns, pki,
                         # 200 curls and 300 handshakes with a Python
                         # origin at once: slow on a busy 2-core machine
                         "        proxy_connect_timeout 15s;\n")
-    base = [CURL, "-sS", "--max-time", "20", "-o", "/dev/null",
-            "-w", "%{http_code}\n", "--cacert", mitm_ca(pki).cert,
-            "-x", "http://127.0.0.1:%d" % port]
-    for round_ in (2, 1):
-        procs = []
-        for h in hosts:
-            for _ in range(round_):
-                procs.append(subprocess.Popen(
-                    base + ["https://%s:%d/tiny" % (h, o.port)],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-        try:
-            outs = [p.communicate(timeout=DEADLINE)[0] for p in procs]
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-        assert outs == [b"200\n"] * len(procs)
+    for n in (2, 1):
+        visit_all(port, pki, hosts, o.port, n)
     log = weir.log()
     for h in hosts:
         n = len(re.findall(r'minted a certificate for "%s"' % re.escape(h),

@@ -25,7 +25,7 @@ import pytest
 import tlspki
 from h2origin import H2Origin
 from test_mitm import (CURL, add_names, curl, leaf_der, mitm_ca, openssl,
-                       start, tls_origin, wait_port)
+                       start, tls_origin, visit_all, wait_port)
 from weirtest import DEADLINE, line_of, wait_for
 
 
@@ -173,25 +173,9 @@ def test_two_workers_share_the_store_through_the_zone(weir, dns, pki, h2o):
     o = tls_origin(h2o, pki, names=("*.m.test",))
     add_names(dns, *hosts)
     port = start_store(weir, dns, pki, o, zone=True, workers=2)
-    base = [CURL, "-sS", "--max-time", "20", "-o", "/dev/null",
-            "-w", "%{http_code}\n", "--cacert", mitm_ca(pki).cert,
-            "-x", "http://127.0.0.1:%d" % port]
 
     def round_(n):
-        procs = []
-        for h in hosts:
-            for _ in range(n):
-                procs.append(subprocess.Popen(
-                    base + ["https://%s:%d/tiny" % (h, o.port)],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-        try:
-            outs = [p.communicate(timeout=DEADLINE)[0] for p in procs]
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-        assert outs == [b"200\n"] * len(procs)
+        visit_all(port, pki, hosts, o.port, n)
 
     round_(1)
     c = counts(port)

@@ -217,6 +217,9 @@ weir_http_mitm_ca_t *weir_http_mitm_load_ca(weir_conf_t *cf,
 weir_http_mitm_ca_t *weir_http_mitm_create_ca(weir_conf_t *cf,
     weir_str_t *dir);
 EVP_PKEY *weir_http_mitm_leaf_key(weir_log_t *log);
+/* key into path (a new file, 0600; a partial one removed), logged */
+weir_int_t weir_http_mitm_write_key(weir_conf_t *cf, weir_str_t *path,
+    EVP_PKEY *key);
 /* until when a cache may serve leaf: a day before its notAfter */
 time_t weir_http_mitm_leaf_expires(X509 *leaf);
 /* a leaf for name (an IP literal becomes an iPAddress SAN), carrying

@@ -179,10 +179,8 @@ weir_http_mitm_check_key_mode(weir_conf_t *cf, weir_str_t *key)
 weir_http_mitm_ca_t *
 weir_http_mitm_create_ca(weir_conf_t *cf, weir_str_t *dir)
 {
-    int                   fd;
     BIO                  *bio;
     X509                 *x;
-    FILE                 *fp;
     EVP_PKEY             *pkey;
     X509_NAME            *name;
     weir_str_t            d, c, k;
@@ -250,30 +248,7 @@ weir_http_mitm_create_ca(weir_conf_t *cf, weir_str_t *dir)
         goto failed;
     }
 
-    fd = open((char *) k.data, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd == -1) {
-        weir_conf_log_error(WEIR_LOG_EMERG, cf, weir_errno,
-                            "open() \"%.*s\" failed", WEIR_STR_ARG(k));
-        X509_free(x);
-        EVP_PKEY_free(pkey);
-        return NULL;
-    }
-
-    fp = fdopen(fd, "w");
-
-    if (fp == NULL) {
-        close(fd);
-        goto failed;
-    }
-
-    if (!PEM_write_PrivateKey(fp, pkey, NULL, NULL, 0, NULL, NULL)) {
-        fclose(fp);
-        goto failed;
-    }
-
-    if (fclose(fp) != 0) {
-        weir_conf_log_error(WEIR_LOG_EMERG, cf, weir_errno,
-                            "writing \"%.*s\" failed", WEIR_STR_ARG(k));
+    if (weir_http_mitm_write_key(cf, &k, pkey) != WEIR_OK) {
         X509_free(x);
         EVP_PKEY_free(pkey);
         return NULL;
@@ -303,6 +278,53 @@ failed:
     weir_http_mitm_conf_ssl_error(cf, "cannot create the interception CA "
                                   "in \"%.*s\" (%s)", &d);
     return NULL;
+}
+
+
+/*
+ * A private key written to a file that must not exist yet, 0600 from
+ * its creation; a file left half written is removed. Logged.
+ */
+
+weir_int_t
+weir_http_mitm_write_key(weir_conf_t *cf, weir_str_t *path, EVP_PKEY *key)
+{
+    int    fd;
+    FILE  *fp;
+
+    fd = open((char *) path->data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+              0600);
+    if (fd == -1) {
+        weir_conf_log_error(WEIR_LOG_EMERG, cf, weir_errno,
+                            "open() \"%.*s\" failed", WEIR_STR_ARG(*path));
+        return WEIR_ERROR;
+    }
+
+    fp = fdopen(fd, "w");
+
+    if (fp == NULL) {
+        close(fd);
+        goto failed;
+    }
+
+    if (!PEM_write_PrivateKey(fp, key, NULL, NULL, 0, NULL, NULL)) {
+        fclose(fp);
+        goto failed;
+    }
+
+    if (fclose(fp) != 0) {
+        goto failed;
+    }
+
+    return WEIR_OK;
+
+failed:
+
+    weir_conf_log_error(WEIR_LOG_EMERG, cf, weir_errno,
+                        "writing \"%.*s\" failed", WEIR_STR_ARG(*path));
+    ERR_clear_error();
+    (void) unlink((char *) path->data);
+    return WEIR_ERROR;
 }
 
 

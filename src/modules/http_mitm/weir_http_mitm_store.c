@@ -265,7 +265,6 @@ weir_http_mitm_store_key(weir_conf_t *cf, weir_http_mitm_store_t *store,
 {
     int           fd;
     BIO          *bio;
-    FILE         *fp;
     EVP_PKEY     *pkey;
     weir_str_t    k;
     struct stat   st;
@@ -330,28 +329,9 @@ weir_http_mitm_store_key(weir_conf_t *cf, weir_http_mitm_store_t *store,
         return WEIR_ERROR;
     }
 
-    fd = open((char *) k.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd == -1) {
-        weir_conf_log_error(WEIR_LOG_EMERG, cf, weir_errno,
-                            "open() \"%.*s\" failed", WEIR_STR_ARG(k));
+    if (weir_http_mitm_write_key(cf, &k, pkey) != WEIR_OK) {
         EVP_PKEY_free(pkey);
         return WEIR_ERROR;
-    }
-
-    fp = fdopen(fd, "w");
-
-    if (fp == NULL) {
-        close(fd);
-        goto failed;
-    }
-
-    if (!PEM_write_PrivateKey(fp, pkey, NULL, NULL, 0, NULL, NULL)) {
-        fclose(fp);
-        goto failed;
-    }
-
-    if (fclose(fp) != 0) {
-        goto failed;
     }
 
     weir_log_error(WEIR_LOG_NOTICE, cf->log, 0,
@@ -359,14 +339,6 @@ weir_http_mitm_store_key(weir_conf_t *cf, weir_http_mitm_store_t *store,
 
     *key = pkey;
     return WEIR_OK;
-
-failed:
-
-    weir_conf_log_error(WEIR_LOG_EMERG, cf, weir_errno,
-                        "writing \"%.*s\" failed", WEIR_STR_ARG(k));
-    (void) unlink((char *) k.data);
-    EVP_PKEY_free(pkey);
-    return WEIR_ERROR;
 }
 
 
