@@ -37,8 +37,9 @@ import time
 import pytest
 
 import tlspki
-from h2origin import H2Origin
 from test_forward_proxy import connect_head
+# the factory of H2Origin, each closed at teardown (a fixture)
+from test_proxy_h2 import h2o  # noqa: F401
 from weirtest import DEADLINE, EARLY, wait_for
 from wsorigin import OP_TEXT, WsClient, WsOrigin
 
@@ -52,22 +53,6 @@ GENERATED_CA_CN = "weir interception CA"  # the CA weir makes itself
 
 
 # ---------------------------------------------------------------- fixtures
-
-@pytest.fixture
-def h2o():
-    """A factory of H2Origin (started by its constructor), every one
-    closed at teardown."""
-    made = []
-
-    def make(**kw):
-        o = H2Origin(**kw)
-        made.append(o)
-        return o
-
-    yield make
-    for o in made:
-        o.close()
-
 
 def tls_origin(h2o, pki, names=("a.test",), alpn=("h2", "http/1.1"),
                leaf=None):

@@ -23,30 +23,15 @@ import subprocess
 import pytest
 
 import tlspki
-from h2origin import H2Origin
 from test_mitm import (CURL, add_names, curl, leaf_der, mitm_ca, openssl,
                        start, tls_origin, visit_all, wait_port)
+# the factory of H2Origin, each closed at teardown (a fixture)
+from test_proxy_h2 import h2o  # noqa: F401
 from weirtest import DEADLINE, line_of, wait_for
 
 
 STATUS = "        location = /status { stub_status; }\n"
 ZONE = "    mitm_certificate_cache shared:mitm:1m;\n"
-
-
-@pytest.fixture
-def h2o():
-    """A factory of H2Origin (started by its constructor), every one
-    closed at teardown (as test_mitm.py's)."""
-    made = []
-
-    def make(**kw):
-        o = H2Origin(**kw)
-        made.append(o)
-        return o
-
-    yield make
-    for o in made:
-        o.close()
 
 
 def store_line(path, slots=None):

@@ -62,6 +62,22 @@
 #define WEIR_HTTP_MITM_LOADED       4   /* leaves read from it, not minted */
 #define WEIR_HTTP_MITM_COUNTS       5
 
+/* counts[] from a holder of the five counters: a worker's main conf or
+ * the shared zone's context, whose fields have the same names */
+#define weir_http_mitm_get_counts(counts, from)                              \
+    do {                                                                     \
+        (counts)[WEIR_HTTP_MITM_MINTED] = (from)->minted;                    \
+        (counts)[WEIR_HTTP_MITM_SERVED] = (from)->served;                    \
+        (counts)[WEIR_HTTP_MITM_EVICTED] = (from)->evicted;                  \
+        (counts)[WEIR_HTTP_MITM_STORED] = (from)->stored;                    \
+        (counts)[WEIR_HTTP_MITM_LOADED] = (from)->loaded;                    \
+    } while (0)
+
+/* "from cache": served less minted, a leaf given without a mint for it */
+#define weir_http_mitm_from_cache(counts)                                    \
+    ((counts)[WEIR_HTTP_MITM_SERVED] > (counts)[WEIR_HTTP_MITM_MINTED]       \
+     ? (counts)[WEIR_HTTP_MITM_SERVED] - (counts)[WEIR_HTTP_MITM_MINTED] : 0)
+
 /* a certification authority: the certificate, its key, and the chain
  * sent after a leaf (the CA itself) */
 typedef struct {

@@ -962,22 +962,13 @@ weir_http_mitm_status(weir_http_request_t *r, unsigned char *p,
         weir_http_mitm_shared_counts(mscf->zone, counts);
 
     } else {
-        counts[WEIR_HTTP_MITM_MINTED] = mmcf->minted;
-        counts[WEIR_HTTP_MITM_SERVED] = mmcf->served;
-        counts[WEIR_HTTP_MITM_EVICTED] = mmcf->evicted;
-        counts[WEIR_HTTP_MITM_STORED] = mmcf->stored;
-        counts[WEIR_HTTP_MITM_LOADED] = mmcf->loaded;
+        weir_http_mitm_get_counts(counts, mmcf);
     }
 
-    /* served less minted: a leaf a client got without a mint for it */
     p = weir_slprintf(p, last, "MITM certificates: minted %lu from cache "
                       "%lu evicted %lu",
                       (unsigned long) counts[WEIR_HTTP_MITM_MINTED],
-                      (unsigned long) (counts[WEIR_HTTP_MITM_SERVED]
-                                       > counts[WEIR_HTTP_MITM_MINTED]
-                                       ? counts[WEIR_HTTP_MITM_SERVED]
-                                         - counts[WEIR_HTTP_MITM_MINTED]
-                                       : 0),
+                      (unsigned long) weir_http_mitm_from_cache(counts),
                       (unsigned long) counts[WEIR_HTTP_MITM_EVICTED]);
 
     if (mmcf->store) {

@@ -433,11 +433,7 @@ weir_http_mitm_load(weir_http_mitm_conn_t *mc, weir_http_mitm_cert_t *e,
 
     mmcf->loaded++;
 
-    counts[WEIR_HTTP_MITM_MINTED] = mmcf->minted;
-    counts[WEIR_HTTP_MITM_SERVED] = mmcf->served;
-    counts[WEIR_HTTP_MITM_EVICTED] = mmcf->evicted;
-    counts[WEIR_HTTP_MITM_STORED] = mmcf->stored;
-    counts[WEIR_HTTP_MITM_LOADED] = mmcf->loaded;
+    weir_http_mitm_get_counts(counts, mmcf);
 
     if (e->zone) {
         e->alpn = *alpn;
@@ -469,16 +465,11 @@ weir_http_mitm_log_counts(weir_http_mitm_cert_t *e, const char *what,
                           (unsigned long) counts[WEIR_HTTP_MITM_LOADED]);
     }
 
-    /* served less minted: a leaf a client got without a mint for it */
     weir_log_error(WEIR_LOG_INFO, log, 0,
                    "mitm %s \"%.*s\" (minted %lu, from cache %lu, "
                    "evicted %lu%.*s%s)", what, WEIR_STR_ARG(e->name),
                    (unsigned long) counts[WEIR_HTTP_MITM_MINTED],
-                   (unsigned long) (counts[WEIR_HTTP_MITM_SERVED]
-                                    > counts[WEIR_HTTP_MITM_MINTED]
-                                    ? counts[WEIR_HTTP_MITM_SERVED]
-                                      - counts[WEIR_HTTP_MITM_MINTED]
-                                    : 0),
+                   (unsigned long) weir_http_mitm_from_cache(counts),
                    (unsigned long) counts[WEIR_HTTP_MITM_EVICTED],
                    (int) (p - buf), buf,
                    e->zone ? ", all workers" : ", this worker");
@@ -1030,11 +1021,7 @@ weir_http_mitm_look_end(weir_http_mitm_look_t *lk, X509 *origin,
         }
     }
 
-    counts[WEIR_HTTP_MITM_MINTED] = mmcf->minted;
-    counts[WEIR_HTTP_MITM_SERVED] = mmcf->served;
-    counts[WEIR_HTTP_MITM_EVICTED] = mmcf->evicted;
-    counts[WEIR_HTTP_MITM_STORED] = mmcf->stored;
-    counts[WEIR_HTTP_MITM_LOADED] = mmcf->loaded;
+    weir_http_mitm_get_counts(counts, mmcf);
 
     if (e->zone) {
         /* the other workers see it now (or may look again without it) */

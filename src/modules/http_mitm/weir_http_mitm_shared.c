@@ -470,11 +470,7 @@ weir_http_mitm_shared_put(weir_http_mitm_zone_t *zone,
 
 done:
 
-    counts[WEIR_HTTP_MITM_MINTED] = sh->minted;
-    counts[WEIR_HTTP_MITM_SERVED] = sh->served;
-    counts[WEIR_HTTP_MITM_EVICTED] = sh->evicted;
-    counts[WEIR_HTTP_MITM_STORED] = sh->stored;
-    counts[WEIR_HTTP_MITM_LOADED] = sh->loaded;
+    weir_http_mitm_get_counts(counts, sh);
 
     weir_shmtx_unlock(&shpool->mutex);
 }
@@ -603,11 +599,7 @@ weir_http_mitm_shared_counts(weir_http_mitm_zone_t *zone,
 
     weir_shmtx_lock(&shpool->mutex);
 
-    counts[WEIR_HTTP_MITM_MINTED] = sh->minted;
-    counts[WEIR_HTTP_MITM_SERVED] = sh->served;
-    counts[WEIR_HTTP_MITM_EVICTED] = sh->evicted;
-    counts[WEIR_HTTP_MITM_STORED] = sh->stored;
-    counts[WEIR_HTTP_MITM_LOADED] = sh->loaded;
+    weir_http_mitm_get_counts(counts, sh);
 
     weir_shmtx_unlock(&shpool->mutex);
 }
