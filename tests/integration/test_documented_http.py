@@ -128,7 +128,11 @@ def test_workers_drop_root(weir, directive, user, group):
     assert len(workers) == 2
     groups = sorted(set(os.getgrouplist(user, gid)))
     for pid in workers:
-        ids = proc_ids(pid)
+        # a worker forked a moment ago may not have dropped root yet
+        # (seen under ASan): its ids once they are not root's
+        ids = wait_for(lambda: (lambda i: i if i["Uid"] != [0, 0, 0, 0]
+                                else None)(proc_ids(pid)),
+                       what="worker %d to leave root's ids" % pid)
         assert ids["Uid"] == [pw.pw_uid] * 4, (pid, ids)
         assert ids["Gid"] == [gid] * 4, (pid, ids)
         assert sorted(set(ids["Groups"])) == groups, (pid, ids)
